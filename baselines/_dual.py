@@ -1,0 +1,72 @@
+"""One source, two backends: search modules run numba-compiled or on Python integers.
+
+Search code in :mod:`baselines` is written once, as plain Python on integer bitboards. Boards that
+fit in 63 bits (:attr:`connectx_gym.Geometry.fits_int64`, every usual size) run a copy of the module
+whose functions are compiled by numba (``int64``, ``cache=True``); larger boards run the module as
+it is, on Python's unbounded integers. :func:`backend` returns the right one.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import sys
+from types import FunctionType, ModuleType
+
+from connectx_gym.bitboard import Geometry
+
+_COMPILED_SOURCES = ("connectx_gym.bitboard",)
+_jitted_functions: dict[FunctionType, object] = {}
+_jit_modules: dict[str, ModuleType] = {}
+
+
+def _jit(function: FunctionType) -> object:
+    import numba
+
+    if function not in _jitted_functions:
+        _jitted_functions[function] = numba.njit(cache=True)(function)
+    return _jitted_functions[function]
+
+
+def jit_module(name: str) -> ModuleType:
+    """A second copy of module ``name`` whose functions, and the bitboard rules they call, are
+    numba-compiled. Globals that are not functions (constants, numpy arrays) are shared as is."""
+    if name in _jit_modules:
+        return _jit_modules[name]
+    source = importlib.import_module(name)
+    spec = importlib.util.spec_from_file_location(f"{name}.__jit__", source.__file__)
+    if spec is None or spec.loader is None:
+        raise ImportError(f"cannot load a second copy of {name}")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    for attribute, value in list(vars(module).items()):
+        if not isinstance(value, FunctionType):
+            continue
+        home = value.__module__
+        if home == module.__name__ or home in _COMPILED_SOURCES:
+            if home == module.__name__ and getattr(value, "_python_only", False):
+                continue
+            setattr(module, attribute, _jit(value))
+    _jit_modules[name] = module
+    sys.modules.setdefault(module.__name__, module)
+    return module
+
+
+def python_only(function: FunctionType) -> FunctionType:
+    """Mark a function of a search module to stay plain Python in the compiled copy (for
+    drivers that use dicts, time or generators and call the compiled kernels)."""
+    function._python_only = True  # type: ignore[attr-defined]
+    return function
+
+
+def backend(name: str, geometry: Geometry) -> ModuleType:
+    """Module ``name`` compiled by numba when ``geometry`` fits in 63 bits, else as plain Python."""
+    if geometry.fits_int64:
+        return jit_module(name)
+    return importlib.import_module(name)
+
+
+def is_search_module(module: ModuleType) -> bool:
+    """True for a module defined in this package (used by tests)."""
+    return inspect.ismodule(module) and module.__name__.startswith("baselines")

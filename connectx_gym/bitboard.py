@@ -1,0 +1,370 @@
+"""ConnectX rules on a bitboard: the one implementation used by the env, the agents and the tests.
+
+A position is two integers, as in Pascal Pons' ``Position.hpp``: ``current`` holds the stones of
+the player to move, ``mask`` holds every stone. Each column takes ``rows + 1`` bits, from the bottom
+cell up, plus one always-empty sentinel bit on top that stops lines wrapping into the next column.
+For the default 6 rows x 7 columns (``height = 7`` bits per column)::
+
+      .  .  .  .  .  .  .     sentinel row (never set)
+      5 12 19 26 33 40 47     top row      (Kaggle row 0)
+      4 11 18 25 32 39 46
+      3 10 17 24 31 38 45
+      2  9 16 23 30 37 44
+      1  8 15 22 29 36 43
+      0  7 14 21 28 35 42     bottom row   (Kaggle row rows-1)
+
+Cell ``(column c, height h)`` is bit ``c * height + h``. A line of stones is a run of set bits
+with a step of ``1`` (vertical), ``height`` (horizontal), ``height + 1`` and ``height - 1``
+(the diagonals).
+
+The module-level functions take and return plain integers and use only integer arithmetic, so the
+search code in :mod:`baselines` compiles these very functions with numba (``int64``) when the board
+fits in 63 bits (:attr:`Geometry.fits_int64`), and runs them on Python integers for larger boards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "Board",
+    "Geometry",
+    "column_mask",
+    "has_line",
+    "possible_moves",
+    "winning_cells",
+]
+
+
+def column_mask(column: int, height: int) -> int:
+    """Bits of the playable cells of ``column`` (the sentinel bit excluded)."""
+    return ((1 << (height - 1)) - 1) << (column * height)
+
+
+def has_line(stones: int, height: int, inarow: int, size: int) -> bool:
+    """True when ``stones`` hold ``inarow`` in a line: the win check.
+
+    ``size`` is the number of bits of the board (``columns * height``); runs are found by doubling
+    (a run of ``n`` and one shifted by ``s <= n`` make a run of ``n + s``), so the cost grows with
+    ``log2(inarow)``.
+    """
+    for step in (1, height - 1, height, height + 1):
+        run = stones
+        length = 1
+        while length < inarow and run:
+            grow = length if 2 * length <= inarow else inarow - length
+            shift = grow * step
+            if shift >= size:
+                run = 0
+            else:
+                run &= run >> shift
+            length += grow
+        if run:
+            return True
+    return False
+
+
+def winning_cells(stones: int, empty: int, height: int, inarow: int, size: int) -> int:
+    """Cells of ``empty`` where one more stone would complete a line of ``inarow`` with ``stones``.
+
+    For each direction and each split of the other ``inarow - 1`` cells into ``before`` cells on one
+    side and ``after`` on the other, a cell qualifies when all of them hold stones.
+    """
+    if inarow == 1:
+        return empty
+    found = 0
+    for step in (1, height - 1, height, height + 1):
+        for before in range(inarow):
+            after = inarow - 1 - before
+            cells = empty
+            for i in range(1, before + 1):
+                shift = i * step
+                if shift >= size:
+                    cells = 0
+                    break
+                cells &= stones << shift
+            for i in range(1, after + 1):
+                shift = i * step
+                if shift >= size:
+                    cells = 0
+                    break
+                cells &= stones >> shift
+            found |= cells
+    return found & empty
+
+
+class Geometry:
+    """Board dimensions and the bit masks derived from them.
+
+    ``rows``, ``columns`` and ``inarow`` are whole numbers >= 1, as Kaggle's ``connectx`` accepts.
+    """
+
+    __slots__ = (
+        "_bit_of_cell",
+        "_column_masks",
+        "board",
+        "bottom",
+        "cells",
+        "columns",
+        "fits_int64",
+        "height",
+        "inarow",
+        "rows",
+        "size",
+        "top",
+    )
+
+    def __init__(self, rows: int = 6, columns: int = 7, inarow: int = 4) -> None:
+        for name, value in (("rows", rows), ("columns", columns), ("inarow", inarow)):
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+                raise TypeError(f"{name} must be an integer, got {value!r}")
+            if value < 1:
+                raise ValueError(f"{name} must be >= 1, got {value}")
+        self.rows = int(rows)
+        self.columns = int(columns)
+        self.inarow = int(inarow)
+        self.height = self.rows + 1
+        self.size = self.columns * self.height
+        self.cells = self.rows * self.columns
+        self.bottom = sum(1 << (c * self.height) for c in range(self.columns))
+        self.board = self.bottom * ((1 << self.rows) - 1)
+        self.top = self.bottom << (self.rows - 1)
+        self.fits_int64 = self.size <= 63
+        self._column_masks = tuple(column_mask(c, self.height) for c in range(self.columns))
+        # Kaggle's flat board index (row 0 at the top, row-major) -> bit index.
+        rows_from_top = np.arange(self.rows)[:, None]
+        self._bit_of_cell = (
+            np.arange(self.columns)[None, :] * self.height + (self.rows - 1 - rows_from_top)
+        ).ravel()
+
+    @classmethod
+    def of(cls, config: Any) -> Geometry:
+        """A geometry from anything with ``rows``, ``columns``, ``inarow`` (attributes or keys)."""
+        if isinstance(config, Geometry):
+            return config
+        get = config.get if isinstance(config, dict) else lambda key: getattr(config, key)
+        return cls(get("rows"), get("columns"), get("inarow"))
+
+    def column_mask(self, column: int) -> int:
+        """Bits of the playable cells of ``column``."""
+        return self._column_masks[column]
+
+    def has_line(self, stones: int) -> bool:
+        """True when ``stones`` hold ``inarow`` in a line."""
+        return has_line(stones, self.height, self.inarow, self.size)
+
+    def unpack(self, stones: int) -> np.ndarray:
+        """``stones`` as a ``(rows, columns)`` bool array, row 0 at the top (Kaggle's view)."""
+        raw = np.frombuffer(stones.to_bytes((self.size + 7) // 8, "little"), dtype=np.uint8)
+        bits = np.unpackbits(raw, bitorder="little")
+        return bits[self._bit_of_cell].reshape(self.rows, self.columns).astype(bool)
+
+    def pack(self, cells: np.ndarray) -> int:
+        """The bits of the cells set in a ``(rows, columns)`` array, row 0 at the top."""
+        flat = np.asarray(cells, dtype=bool).ravel()
+        if flat.size != self.cells:
+            raise ValueError(f"expected {self.cells} cells, got {flat.size}")
+        bits = np.zeros(self.size, dtype=np.uint8)
+        bits[self._bit_of_cell[flat]] = 1
+        return int.from_bytes(np.packbits(bits, bitorder="little").tobytes(), "little")
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Geometry) and self.key == other.key
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    @property
+    def key(self) -> tuple[int, int, int]:
+        """``(rows, columns, inarow)``."""
+        return (self.rows, self.columns, self.inarow)
+
+    def __repr__(self) -> str:
+        return f"Geometry(rows={self.rows}, columns={self.columns}, inarow={self.inarow})"
+
+
+class Board:
+    """An immutable ConnectX position, seen from the player to move.
+
+    Mark 1 moves first, as in Kaggle, so the player to move has mark ``1 + moves % 2``.
+    Build one with :meth:`empty`, :meth:`from_moves` or :meth:`from_kaggle`, and advance it with
+    :meth:`play`, which returns a new board.
+    """
+
+    __slots__ = ("current", "geometry", "mask", "moves")
+
+    def __init__(self, geometry: Geometry, current: int, mask: int, moves: int) -> None:
+        self.geometry = geometry
+        self.current = current
+        self.mask = mask
+        self.moves = moves
+
+    # -- construction -------------------------------------------------------------------------
+    @classmethod
+    def empty(cls, rows: int = 6, columns: int = 7, inarow: int = 4) -> Board:
+        """The empty board."""
+        return cls(Geometry(rows, columns, inarow), 0, 0, 0)
+
+    @classmethod
+    def from_moves(cls, geometry: Geometry, columns: Iterable[int]) -> Board:
+        """The board after playing ``columns`` (0-indexed) from the empty board.
+
+        Raises ``ValueError`` on an illegal move or a move after the game has ended.
+        """
+        board = cls(geometry, 0, 0, 0)
+        for index, column in enumerate(columns):
+            if board.is_terminal():
+                raise ValueError(f"move {index} ({column}) comes after the game has ended")
+            board = board.play(int(column))
+        return board
+
+    @classmethod
+    def from_kaggle(cls, board: Sequence[int], config: Any, mark: int | None = None) -> Board:
+        """A board from Kaggle's flat list (row 0 at the top; 0 empty, 1 and 2 the marks).
+
+        The player to move is the one with fewer stones (mark 1 on a tie); ``mark``, if given, must
+        agree. Raises ``ValueError`` for a board that no legal game reaches (floating stones, wrong
+        stone counts, values other than 0, 1, 2).
+        """
+        geometry = Geometry.of(config)
+        cells = np.asarray(board, dtype=np.int64)
+        if cells.shape != (geometry.cells,):
+            raise ValueError(f"board must have {geometry.cells} cells, got shape {cells.shape}")
+        if not np.isin(cells, (0, 1, 2)).all():
+            raise ValueError("board cells must be 0, 1 or 2")
+        grid = cells.reshape(geometry.rows, geometry.columns)
+        ones, twos = int((grid == 1).sum()), int((grid == 2).sum())
+        if ones - twos not in (0, 1):
+            raise ValueError(
+                f"mark 1 has {ones} stones and mark 2 has {twos}: not a legal position"
+            )
+        filled = grid != 0
+        if (filled[:-1] & ~filled[1:]).any():
+            raise ValueError("a stone floats above an empty cell")
+        to_move = 1 if ones == twos else 2
+        if mark is not None and int(mark) != to_move:
+            raise ValueError(f"mark {mark} is not the player to move (mark {to_move} is)")
+        mine = geometry.pack(grid == to_move)
+        return cls(geometry, mine, geometry.pack(filled), ones + twos)
+
+    # -- queries ------------------------------------------------------------------------------
+    @property
+    def mark(self) -> int:
+        """Mark of the player to move (1 or 2)."""
+        return 1 + (self.moves & 1)
+
+    @property
+    def opponent(self) -> int:
+        """Stones of the player who is not to move."""
+        return self.current ^ self.mask
+
+    def can_play(self, column: int) -> bool:
+        """True when ``column`` is on the board and not full."""
+        g = self.geometry
+        return 0 <= column < g.columns and not self.mask & g.top & g.column_mask(column)
+
+    def legal_moves(self) -> list[int]:
+        """Columns that are not full, in increasing order (empty once the game is over)."""
+        if self.is_terminal():
+            return []
+        g = self.geometry
+        free = (g.top & ~self.mask) >> (g.rows - 1)
+        return [c for c in range(g.columns) if free >> (c * g.height) & 1]
+
+    def legal_mask(self) -> np.ndarray:
+        """Bool array over columns: True where a move is legal (all False once the game is over)."""
+        legal = np.zeros(self.geometry.columns, dtype=bool)
+        legal[self.legal_moves()] = True
+        return legal
+
+    def move_bit(self, column: int) -> int:
+        """The bit of the cell a stone dropped in ``column`` lands on (column must not be full)."""
+        g = self.geometry
+        return (self.mask + (g.bottom & g.column_mask(column))) & g.column_mask(column)
+
+    def is_winning_move(self, column: int) -> bool:
+        """True when playing ``column`` (legal) completes a line for the player to move."""
+        return self.geometry.has_line(self.current | self.move_bit(column))
+
+    def play(self, column: int) -> Board:
+        """The board after the player to move drops a stone in ``column``.
+
+        Raises ``ValueError`` naming the column and the legal ones when the move is illegal.
+        """
+        if not self.can_play(column):
+            raise ValueError(
+                f"illegal move: column {column}; legal columns are {self.legal_moves()}"
+            )
+        mask = self.mask | self.move_bit(column)
+        return Board(self.geometry, self.current ^ self.mask, mask, self.moves + 1)
+
+    def winner(self) -> int | None:
+        """Mark that has a line (checked before any draw), else ``None``."""
+        if self.geometry.has_line(self.opponent):
+            return 2 - (self.moves & 1)  # the player who moved last
+        if self.geometry.has_line(self.current):
+            return self.mark
+        return None
+
+    def is_full(self) -> bool:
+        """True when every cell holds a stone."""
+        return self.moves == self.geometry.cells
+
+    def is_terminal(self) -> bool:
+        """True when a player has a line or the board is full."""
+        return self.winner() is not None or self.is_full()
+
+    def column_heights(self) -> list[int]:
+        """Number of stones in each column."""
+        g = self.geometry
+        return [(self.mask & g.column_mask(c)).bit_count() for c in range(g.columns)]
+
+    # -- views --------------------------------------------------------------------------------
+    def to_array(self) -> np.ndarray:
+        """``(rows, columns)`` int8 array of marks (0 empty), row 0 at the top (Kaggle's view)."""
+        g = self.geometry
+        grid = np.zeros((g.rows, g.columns), dtype=np.int8)
+        grid[g.unpack(self.current)] = self.mark
+        grid[g.unpack(self.opponent)] = 3 - self.mark
+        return grid
+
+    def to_kaggle(self) -> list[int]:
+        """Kaggle's flat board list: row-major, row 0 at the top, 0 empty, 1 and 2 the marks."""
+        return self.to_array().ravel().tolist()
+
+    def to_planes(self) -> np.ndarray:
+        """``(2, rows, columns)`` int8 planes: the mover's stones, then the other player's."""
+        g = self.geometry
+        return np.stack([g.unpack(self.current), g.unpack(self.opponent)]).astype(np.int8)
+
+    def key(self) -> tuple[int, int]:
+        """A hashable identity of the position: ``(current, mask)``."""
+        return (self.current, self.mask)
+
+    def __eq__(self, other: object) -> bool:
+        return (
+            isinstance(other, Board)
+            and self.geometry == other.geometry
+            and self.current == other.current
+            and self.mask == other.mask
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.geometry, self.current, self.mask))
+
+    def __repr__(self) -> str:
+        return f"Board({self.geometry!r}, moves={self.moves}, mark={self.mark})"
+
+    def __str__(self) -> str:
+        symbols = {0: ".", 1: "X", 2: "O"}
+        rows = [" ".join(symbols[int(v)] for v in row) for row in self.to_array()]
+        rows.append(" ".join(str(c % 10) for c in range(self.geometry.columns)))
+        return "\n".join(rows)
+
+
+def possible_moves(mask: int, bottom: int, board: int) -> int:
+    """The cell each non-full column would receive next, as one bit per playable column."""
+    return (mask + bottom) & board

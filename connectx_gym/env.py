@@ -1,0 +1,295 @@
+"""``ConnectX-v0``: ConnectX against an opponent that moves inside ``step()``."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from typing import Any, ClassVar, Literal
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import IllegalMoveError, Policy, Struct, validate_answer
+from connectx_gym.registry import make_policy
+from connectx_gym.render import board_to_ansi, board_to_rgb
+
+__all__ = ["ConnectXEnv"]
+
+OpponentSpec = str | Policy | Callable[..., Any]
+
+
+class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
+    """ConnectX (Connect Four on any board) for one agent, against an opponent inside ``step()``.
+
+    ## Description
+    Two players drop discs into the columns of a ``rows`` x ``columns`` board; a disc falls to the
+    lowest empty cell. The first to line up ``inarow`` discs horizontally, vertically or diagonally
+    wins; a full board without a line is a draw (a move that fills the board and makes a line wins).
+    Mark 1 moves first, as on Kaggle. The agent plays one mark, the opponent the other: each
+    ``step`` plays the agent's move and then, unless the game is over, the opponent's reply.
+
+    ## Action Space
+    ``Discrete(columns)``: the column to drop a disc in. A full column is illegal: see
+    ``illegal_action``. The legal columns are ``info["action_mask"]`` (``int8``, Gymnasium's
+    convention) and ``env.unwrapped.action_masks()`` (``bool``, for sb3-contrib's MaskablePPO, which
+    finds it by itself through ``DummyVecEnv`` and ``SubprocVecEnv``). Both describe the state just
+    returned; once the game is over every column is masked.
+
+    ## Observation Space
+    ``Box(0, 1, (2, rows, columns), int8)`` from the agent's point of view: plane 0 holds the
+    agent's discs, plane 1 the opponent's; row 0 is the top row, as Kaggle draws it. Works as is
+    with SB3's ``MlpPolicy`` (flattened) and with a CNN (channels first). Kaggle's own view of the
+    same state is ``env.unwrapped.kaggle_observation()``.
+
+    ## Starting State
+    An empty board. If the opponent moves first (``agent_mark=2``), its first move is already on
+    the board in the observation ``reset`` returns.
+
+    ## Rewards
+    +1 when the agent wins, -1 when it loses (or plays an illegal move with
+    ``illegal_action="lose"``), 0 otherwise (draws included).
+
+    ## Episode End
+    ``terminated`` is True on a win, a loss, a draw or an illegal move (``illegal_action="lose"``).
+    ``truncated`` is always False: a game lasts at most ``rows * columns`` plies. Calling ``step``
+    after the episode ended raises ``RuntimeError`` until ``reset``.
+
+    ## Information
+    ``info`` holds ``action_mask`` (``int8``), ``agent_mark`` (1 or 2), ``opponent_action`` (the
+    opponent's column in this step or the reset, or None); when the episode ends, ``winner`` (mark,
+    or 0 for a draw) and, for an illegal move, ``illegal_action`` (True).
+
+    ## Arguments
+    - ``rows=6, columns=7, inarow=4``: the board, any whole numbers >= 1.
+    - ``opponent="random"``: a registered policy spec (``"minimax:depth=4"``; see
+      ``connectx_gym.list_policies()``), a path to a saved agent, a ``Policy`` object, or a
+      Kaggle-style callable ``agent(obs, config)``. Change it between episodes with
+      ``set_opponent(spec)`` or ``reset(options={"opponent": spec})``. An opponent that answers an
+      illegal column raises ``connectx_gym.IllegalMoveError``.
+    - ``agent_mark=None``: 1 (the agent moves first), 2 (second), or None (drawn at each reset
+      from the env's generator); per episode: ``reset(options={"agent_mark": m})``.
+    - ``render_mode=None``: ``"ansi"`` (text), ``"rgb_array"`` (numpy image) or ``"human"`` (text
+      printed to the terminal).
+    - ``illegal_action="lose"``: ``"lose"`` ends the episode with reward -1 and
+      ``info["illegal_action"] = True``; ``"raise"`` raises ``ValueError`` naming the column and the
+      legal ones.
+
+    All randomness (the opponent's, the agent's mark) comes from the env's generator, seeded by
+    ``reset(seed=...)``: the same seed and actions give the same episodes.
+
+    ## Version History
+    - v0: Initial version.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {
+        "render_modes": ["ansi", "rgb_array", "human"],
+        "render_fps": 2,
+    }
+
+    def __init__(
+        self,
+        rows: int = 6,
+        columns: int = 7,
+        inarow: int = 4,
+        opponent: OpponentSpec = "random",
+        agent_mark: int | None = None,
+        render_mode: str | None = None,
+        illegal_action: Literal["lose", "raise"] = "lose",
+    ) -> None:
+        self.geometry = Geometry(rows, columns, inarow)
+        if agent_mark not in (None, 1, 2):
+            raise ValueError(f"agent_mark must be 1, 2 or None, got {agent_mark!r}")
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, "
+                f"got {render_mode!r}"
+            )
+        if illegal_action not in ("lose", "raise"):
+            raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
+        self.agent_mark_setting = agent_mark
+        self.render_mode = render_mode
+        self.illegal_action = illegal_action
+        self.opponent: Policy = make_policy(opponent)
+        self.opponent_spec = opponent if isinstance(opponent, str) else repr(self.opponent)
+
+        g = self.geometry
+        self.action_space = spaces.Discrete(g.columns)
+        self.observation_space = spaces.Box(0, 1, shape=(2, g.rows, g.columns), dtype=np.int8)
+        self._new_game()
+        self._done = True
+
+    # -- episode ------------------------------------------------------------------------------
+    def _new_game(self) -> None:
+        g = self.geometry
+        self._stones = [0, 0]  # [agent's stones, opponent's stones]
+        self._mask = 0
+        self._moves = 0
+        self._heights = [0] * g.columns
+        self._planes = np.zeros((2, g.rows, g.columns), dtype=np.int8)
+        self._legal = np.ones(g.columns, dtype=np.int8)
+        self.agent_mark = 1
+        self._winner: int | None = None
+
+    def set_opponent(self, opponent: OpponentSpec) -> None:
+        """Play against ``opponent`` (a spec, policy or callable) from the next reset on."""
+        self.opponent = make_policy(opponent)
+        self.opponent_spec = opponent if isinstance(opponent, str) else repr(self.opponent)
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a new game; ``options`` may set ``"opponent"`` and ``"agent_mark"``."""
+        super().reset(seed=seed)
+        options = options or {}
+        unknown = set(options) - {"opponent", "agent_mark"}
+        if unknown:
+            raise ValueError(
+                f"unknown reset options {sorted(unknown)}; known: opponent, agent_mark"
+            )
+        if "opponent" in options:
+            self.set_opponent(options["opponent"])
+        mark = options.get("agent_mark", self.agent_mark_setting)
+        if mark not in (None, 1, 2):
+            raise ValueError(f"agent_mark must be 1, 2 or None, got {mark!r}")
+        self._new_game()
+        self.agent_mark = int(self.np_random.integers(1, 3)) if mark is None else mark
+        self._done = False
+        self.opponent.reset()
+        opponent_action = None
+        if self.agent_mark == 2:
+            opponent_action = self._opponent_move()
+        if self.render_mode == "human":
+            self.render()
+        return self._planes.copy(), self._info(opponent_action)
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        """Play the agent's column, then the opponent's reply unless the game is over."""
+        if self._done:
+            raise RuntimeError("the episode has ended: call reset() before step()")
+        column = self._column(action)
+        if column < 0 or not self._legal[column]:
+            return self._illegal(action)
+        reward = 0.0
+        opponent_action = None
+        if self._play(column, 0):
+            reward = 1.0
+        elif not self._done:
+            opponent_action = self._opponent_move()
+            if self._winner == 3 - self.agent_mark:
+                reward = -1.0
+        info = self._info(opponent_action)
+        if self.render_mode == "human":
+            self.render()
+        return self._planes.copy(), reward, self._done, False, info
+
+    def _column(self, action: Any) -> int:
+        if isinstance(action, (int, np.integer)) and not isinstance(action, (bool, np.bool_)):
+            column = int(action)
+        elif (
+            isinstance(action, np.ndarray)
+            and action.shape in ((), (1,))
+            and action.dtype.kind in "iu"
+        ):
+            column = int(action.reshape(()))
+        else:
+            raise TypeError(f"action must be an integer column, got {action!r}")
+        return column if 0 <= column < self.geometry.columns else -1
+
+    def _illegal(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        legal = np.flatnonzero(self._legal).tolist()
+        if self.illegal_action == "raise":
+            raise ValueError(f"illegal action: column {action!r} is not playable; legal: {legal}")
+        self._done = True
+        self._winner = 3 - self.agent_mark
+        self._legal[:] = 0
+        info = self._info(None)
+        info["illegal_action"] = True
+        return self._planes.copy(), -1.0, True, False, info
+
+    def _play(self, column: int, player: int) -> bool:
+        """Drop a disc of ``player`` (0 agent, 1 opponent); True when it wins. Ends the game when
+        it wins or fills the board."""
+        g = self.geometry
+        height = self._heights[column]
+        bit = 1 << (column * g.height + height)
+        self._stones[player] |= bit
+        self._mask |= bit
+        self._moves += 1
+        self._heights[column] = height + 1
+        self._planes[player, g.rows - 1 - height, column] = 1
+        if height + 1 == g.rows:
+            self._legal[column] = 0
+        if g.has_line(self._stones[player]):
+            self._winner = self.agent_mark if player == 0 else 3 - self.agent_mark
+        elif self._moves == g.cells:
+            self._winner = 0
+        else:
+            return False
+        self._done = True
+        self._legal[:] = 0
+        return self._winner != 0
+
+    def _opponent_move(self) -> int:
+        board = Board(self.geometry, self._stones[1], self._mask, self._moves)
+        answer = self.opponent.act(board, self.np_random)
+        if not (
+            type(answer) is int and 0 <= answer < self.geometry.columns and self._legal[answer]
+        ):
+            try:
+                answer = validate_answer(answer, board, f"opponent {self.opponent_spec!r}")
+            except IllegalMoveError:
+                self._done = True
+                raise
+        self._play(answer, 1)
+        return answer
+
+    def _info(self, opponent_action: int | None) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "action_mask": self._legal.copy(),
+            "agent_mark": self.agent_mark,
+            "opponent_action": opponent_action,
+        }
+        if self._done:
+            info["winner"] = self._winner
+        return info
+
+    # -- views --------------------------------------------------------------------------------
+    def action_masks(self) -> np.ndarray:
+        """Bool mask of the legal columns in the current state (sb3-contrib's convention)."""
+        return self._legal.astype(bool)
+
+    def board(self) -> Board:
+        """The current position as an immutable :class:`~connectx_gym.Board` (mover's view)."""
+        to_move = 0 if (self._moves % 2 == 0) == (self.agent_mark == 1) else 1
+        return Board(self.geometry, self._stones[to_move], self._mask, self._moves)
+
+    def kaggle_observation(self) -> Struct:
+        """The agent's observation as kaggle-environments gives it: ``{"board": [...], "mark": m}``.
+
+        ``board`` is flat and row-major, row 0 at the top, 0 empty, 1 and 2 the marks.
+        """
+        return Struct(board=self._grid().ravel().tolist(), mark=self.agent_mark)
+
+    def _grid(self) -> np.ndarray:
+        return (self._planes[0] * self.agent_mark + self._planes[1] * (3 - self.agent_mark)).astype(
+            np.int8
+        )
+
+    def render(self) -> str | np.ndarray | None:
+        """Draw the board as ``render_mode`` says (None when it is None)."""
+        if self.render_mode is None:
+            gym.logger.warn("render() called without a render_mode; pass render_mode to make()")
+            return None
+        if self.render_mode == "rgb_array":
+            return board_to_rgb(self._grid())
+        symbol = "X" if self.agent_mark == 1 else "O"
+        status = f"agent plays {symbol} (mark {self.agent_mark})"
+        if self._done and self._winner is not None:
+            status += ", " + ("draw" if self._winner == 0 else f"mark {self._winner} wins")
+        text = board_to_ansi(self._grid(), status)
+        if self.render_mode == "human":
+            sys.stdout.write(text)
+            return None
+        return text

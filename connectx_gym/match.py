@@ -1,0 +1,211 @@
+"""Matches between two policies: seats alternating, scores with 95% confidence intervals.
+
+No torch needed: any policy spec (``"minimax:depth=3"``), saved agent file or :class:`Policy` works.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
+from connectx_gym.registry import make_policy
+
+__all__ = ["GameRecord", "MatchResult", "play_game", "play_match", "wilson_interval"]
+
+PolicyLike = str | Policy | Callable[..., Any]
+
+
+def wilson_interval(score: float, games: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval of a proportion ``score`` over ``games`` trials (draws count half)."""
+    if games == 0:
+        return (0.0, 1.0)
+    denominator = 1 + z * z / games
+    centre = (score + z * z / (2 * games)) / denominator
+    spread = z * math.sqrt(score * (1 - score) / games + z * z / (4 * games * games)) / denominator
+    return (max(0.0, centre - spread), min(1.0, centre + spread))
+
+
+@dataclass
+class GameRecord:
+    """One game: the columns played, who moved first and how it ended."""
+
+    moves: list[int]
+    first: int  # 0: player A had mark 1; 1: player B had mark 1
+    winner: int  # 0 draw, 1 player A, 2 player B
+    illegal: int | None = None  # the player (1 A, 2 B) whose illegal answer ended the game
+    illegal_answer: str | None = None
+
+
+@dataclass
+class MatchResult:
+    """Outcome of a match, from player A's point of view."""
+
+    player_a: str
+    player_b: str
+    games: int = 0
+    wins: int = 0
+    draws: int = 0
+    losses: int = 0
+    illegal_a: int = 0
+    illegal_b: int = 0
+    moves_a: int = 0
+    moves_b: int = 0
+    seconds_a: float = 0.0
+    seconds_b: float = 0.0
+    records: list[GameRecord] = field(default_factory=list, repr=False)
+
+    @property
+    def score(self) -> float:
+        """(wins + draws / 2) / games for player A."""
+        return (self.wins + 0.5 * self.draws) / self.games if self.games else 0.0
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """95% Wilson interval of :attr:`score`."""
+        return wilson_interval(self.score, self.games)
+
+    @property
+    def ms_per_move_a(self) -> float:
+        """Player A's mean thinking time per move, in milliseconds."""
+        return 1000 * self.seconds_a / max(self.moves_a, 1)
+
+    @property
+    def ms_per_move_b(self) -> float:
+        """Player B's mean thinking time per move, in milliseconds."""
+        return 1000 * self.seconds_b / max(self.moves_b, 1)
+
+    def to_dict(self, with_games: bool = False) -> dict[str, Any]:
+        """A JSON-ready summary (with every game's moves if ``with_games``)."""
+        low, high = self.interval
+        summary = {
+            "player_a": self.player_a,
+            "player_b": self.player_b,
+            "games": self.games,
+            "wins": self.wins,
+            "draws": self.draws,
+            "losses": self.losses,
+            "score": self.score,
+            "ci95": [low, high],
+            "illegal_a": self.illegal_a,
+            "illegal_b": self.illegal_b,
+            "ms_per_move_a": self.ms_per_move_a,
+            "ms_per_move_b": self.ms_per_move_b,
+        }
+        if with_games:
+            summary["records"] = [asdict(record) for record in self.records]
+        return summary
+
+    def summary(self) -> str:
+        """One line: W/D/L, score and interval, illegal moves, time per move."""
+        low, high = self.interval
+        return (
+            f"{self.player_a} vs {self.player_b}: {self.wins}W {self.draws}D {self.losses}L "
+            f"in {self.games} games, score {self.score:.3f} [95% CI {low:.3f}-{high:.3f}], "
+            f"illegal {self.illegal_a}/{self.illegal_b}, "
+            f"ms/move {self.ms_per_move_a:.2f}/{self.ms_per_move_b:.2f}"
+        )
+
+
+def play_game(
+    players: Sequence[Policy],
+    geometry: Geometry,
+    rng: np.random.Generator,
+    opening: Sequence[int] = (),
+    clock: list[float] | None = None,
+    move_counts: list[int] | None = None,
+) -> tuple[list[int], int, int | None, str | None]:
+    """Play one game; ``players[0]`` has mark 1. ``opening`` columns are played first.
+
+    Returns ``(moves, winner_mark, illegal_mark, illegal_answer)``: winner 0 is a draw; a player
+    whose answer is illegal loses at once (``illegal_mark`` says who). ``clock`` and
+    ``move_counts``, if given, accumulate each player's thinking seconds and moves.
+    """
+    board = Board.from_moves(geometry, opening)
+    moves = [int(c) for c in opening]
+    for player in players:
+        player.reset()
+    while True:
+        winner = board.winner()
+        if winner is not None:
+            return moves, winner, None, None
+        if board.is_full():
+            return moves, 0, None, None
+        seat = board.moves & 1
+        started = time.perf_counter()
+        answer = players[seat].act(board, rng)
+        if clock is not None:
+            clock[seat] += time.perf_counter() - started
+        if move_counts is not None:
+            move_counts[seat] += 1
+        try:
+            column = validate_answer(answer, board, getattr(players[seat], "name", "player"))
+        except IllegalMoveError:
+            return moves, 2 - seat, seat + 1, repr(answer)
+        board = board.play(column)
+        moves.append(column)
+
+
+def play_match(
+    player_a: PolicyLike,
+    player_b: PolicyLike,
+    games: int = 100,
+    seed: int | None = 0,
+    rows: int = 6,
+    columns: int = 7,
+    inarow: int = 4,
+    openings: Sequence[Sequence[int]] | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> MatchResult:
+    """Play ``games`` games between A and B, A taking mark 1 in even games and mark 2 in odd ones.
+
+    Each game draws its randomness from its own generator spawned from ``seed``. ``openings``, if
+    given, are cycled through: each is played from both seats. ``progress(done, games)`` is called
+    after every game.
+    """
+    if games < 1:
+        raise ValueError(f"games must be >= 1, got {games}")
+    a, b = make_policy(player_a), make_policy(player_b)
+    geometry = Geometry(rows, columns, inarow)
+    result = MatchResult(_label(player_a, a), _label(player_b, b))
+    generators = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(games)]
+    clock, move_counts = [0.0, 0.0], [0, 0]
+    for index, rng in enumerate(generators):
+        a_first = index % 2 == 0
+        opening = openings[(index // 2) % len(openings)] if openings else ()
+        seats = [a, b] if a_first else [b, a]
+        game_clock, game_moves = [0.0, 0.0], [0, 0]
+        moves, winner, illegal, answer = play_game(
+            seats, geometry, rng, opening, game_clock, game_moves
+        )
+        a_seat = 0 if a_first else 1
+        clock[0] += game_clock[a_seat]
+        clock[1] += game_clock[1 - a_seat]
+        move_counts[0] += game_moves[a_seat]
+        move_counts[1] += game_moves[1 - a_seat]
+        winner_player = 0 if winner == 0 else (1 if (winner == 1) == a_first else 2)
+        illegal_player = None if illegal is None else (1 if (illegal == 1) == a_first else 2)
+        result.games += 1
+        result.wins += winner_player == 1
+        result.losses += winner_player == 2
+        result.draws += winner_player == 0
+        result.illegal_a += illegal_player == 1
+        result.illegal_b += illegal_player == 2
+        result.records.append(
+            GameRecord(moves, 0 if a_first else 1, winner_player, illegal_player, answer)
+        )
+        if progress is not None:
+            progress(index + 1, games)
+    result.seconds_a, result.seconds_b = clock
+    result.moves_a, result.moves_b = move_counts
+    return result
+
+
+def _label(spec: PolicyLike, policy: Policy) -> str:
+    return spec if isinstance(spec, str) else getattr(policy, "name", repr(policy))

@@ -1,0 +1,167 @@
+"""Policies: anything that picks a column for the player to move.
+
+A :class:`Policy` sees a :class:`~connectx_gym.bitboard.Board` from the mover's point of view and a
+seeded ``numpy.random.Generator`` from its caller (the env, a match, a Kaggle adapter); it draws all
+its randomness from that generator. Kaggle-style callables ``agent(obs, config)`` are adapted by
+:class:`KaggleAgentPolicy`.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from connectx_gym.bitboard import Board
+
+__all__ = [
+    "IllegalMoveError",
+    "KaggleAgentPolicy",
+    "Policy",
+    "RandomPolicy",
+    "Struct",
+    "choose_best",
+    "kaggle_configuration",
+    "kaggle_observation",
+]
+
+
+class IllegalMoveError(ValueError):
+    """A player answered a column that is off the board or full."""
+
+
+class Struct(dict):
+    """A dict whose keys are also attributes, like kaggle-environments' ``Struct``."""
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self[name] = value
+
+
+def kaggle_configuration(board: Board) -> Struct:
+    """The ``config`` kaggle-environments gives a ConnectX agent for ``board``'s geometry."""
+    g = board.geometry
+    return Struct(
+        rows=g.rows,
+        columns=g.columns,
+        inarow=g.inarow,
+        timeout=2,
+        actTimeout=2,
+        agentTimeout=60,
+        runTimeout=1200,
+        episodeSteps=1000,
+    )
+
+
+def kaggle_observation(board: Board) -> Struct:
+    """The ``obs`` kaggle-environments gives the player to move: board, mark and step."""
+    return Struct(board=board.to_kaggle(), mark=board.mark, step=board.moves)
+
+
+def choose_best(scores: np.ndarray, rng: np.random.Generator) -> int:
+    """A column of maximal score, ties broken uniformly by ``rng``; NaN marks illegal columns."""
+    scores = np.asarray(scores, dtype=np.float64)
+    legal = ~np.isnan(scores)
+    if not legal.any():
+        raise ValueError("no legal column to choose from")
+    best = np.flatnonzero(legal & (scores == np.max(scores[legal])))
+    return int(best[0]) if best.size == 1 else int(best[rng.integers(best.size)])
+
+
+class Policy(ABC):
+    """A ConnectX player.
+
+    Subclasses implement :meth:`act`; search agents also implement :meth:`scores`. ``last_info``
+    holds whatever the policy wants to report about its latest move (search depth, whether the
+    move was proven, ...).
+    """
+
+    name: str = "policy"
+
+    def __init__(self) -> None:
+        self.last_info: dict[str, Any] = {}
+
+    @abstractmethod
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        """The column to play on ``board`` (not terminal), for the player to move."""
+
+    def scores(self, board: Board) -> np.ndarray:
+        """Per-column scores for the player to move (higher is better, NaN for illegal columns)."""
+        raise NotImplementedError(f"{type(self).__name__} does not score columns")
+
+    def reset(self) -> None:  # noqa: B027 - a no-op default, not an abstract method
+        """Forget per-game state before a new game (the default keeps none)."""
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}()"
+
+
+class RandomPolicy(Policy):
+    """Plays a uniformly random legal column."""
+
+    name = "random"
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        legal = board.legal_moves()
+        return legal[int(rng.random() * len(legal))]
+
+    def scores(self, board: Board) -> np.ndarray:
+        return np.where(board.legal_mask(), 0.0, np.nan)
+
+
+class KaggleAgentPolicy(Policy):
+    """Adapts a Kaggle-style callable ``agent(obs, config) -> column``.
+
+    ``obs`` has ``board`` (flat, row 0 at the top), ``mark`` and ``step``; ``config`` has ``rows``,
+    ``columns``, ``inarow`` and Kaggle's timeouts; both allow attribute and key access. Agents that
+    draw from Python's ``random`` or ``numpy.random`` global state are made reproducible: both are
+    seeded from the caller's generator around each call and restored afterwards.
+    """
+
+    def __init__(self, agent: Callable[[Any, Any], Any], name: str | None = None) -> None:
+        super().__init__()
+        if not callable(agent):
+            raise TypeError(f"a Kaggle agent must be callable, got {agent!r}")
+        self.agent = agent
+        self.name = name or getattr(agent, "__name__", type(agent).__name__)
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        seed = int(rng.integers(2**32))
+        # Kaggle agents use the global generators; seed them for this call only.
+        python_state, numpy_state = random.getstate(), np.random.get_state()  # noqa: NPY002
+        random.seed(seed)
+        np.random.seed(seed)  # noqa: NPY002
+        try:
+            answer = self.agent(kaggle_observation(board), kaggle_configuration(board))
+        finally:
+            random.setstate(python_state)
+            np.random.set_state(numpy_state)  # noqa: NPY002
+        return validate_answer(answer, board, self.name)
+
+    def __repr__(self) -> str:
+        return f"KaggleAgentPolicy({self.name!r})"
+
+
+def validate_answer(answer: Any, board: Board, who: str) -> int:
+    """``answer`` as a legal column of ``board``, or :class:`IllegalMoveError` naming it."""
+    if isinstance(answer, (bool, np.bool_)) or not isinstance(answer, (int, np.integer)):
+        if isinstance(answer, (float, np.floating)) and float(answer).is_integer():
+            answer = int(answer)
+        else:
+            raise IllegalMoveError(
+                f"{who} answered {answer!r}, not a column; legal columns are {board.legal_moves()}"
+            )
+    column = int(answer)
+    if not board.can_play(column):
+        raise IllegalMoveError(
+            f"{who} played illegal column {column}; legal columns are {board.legal_moves()}"
+        )
+    return column

@@ -1,0 +1,194 @@
+"""The policy registry: opponents by name, with lazy ``"module:attr"`` entry points.
+
+A *spec* names a registered policy and, after a colon, its parameters::
+
+    "random"                    "minimax:depth=4"            "alphabeta:time_budget=0.5"
+    "kaggle:negamax"            "solver:time_budget=1,fallback_depth=8"
+    "runs/ppo/final.npz"        (a path to a saved agent: a model file or a Kaggle agent ``.py``)
+
+Parameter values are Python literals (``4``, ``0.5``, ``True``, ``'text'``) or bare words taken as
+strings. Names may contain colons (``kaggle:negamax``); the parameters start at the first
+``:``-separated part that holds an ``=``.
+"""
+
+from __future__ import annotations
+
+import ast
+import difflib
+import importlib
+import inspect
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from connectx_gym.bitboard import Board
+from connectx_gym.policy import KaggleAgentPolicy, Policy
+
+__all__ = [
+    "MODEL_SUFFIXES",
+    "PolicyEntry",
+    "as_kaggle_agent",
+    "list_policies",
+    "make_policy",
+    "parse_spec",
+    "register_policy",
+]
+
+#: Files that :func:`make_policy` loads as agents (through the ``"file"`` policy).
+MODEL_SUFFIXES = (".npz", ".zip", ".py")
+
+
+@dataclass(frozen=True)
+class PolicyEntry:
+    """A registered policy: its entry point and default parameters."""
+
+    name: str
+    entry_point: str | Callable[..., Policy]
+    defaults: dict[str, Any] = field(default_factory=dict)
+
+    def load(self) -> Callable[..., Policy]:
+        """Import and return the factory behind the entry point."""
+        if callable(self.entry_point):
+            return self.entry_point
+        module_name, _, attribute = self.entry_point.partition(":")
+        module = importlib.import_module(module_name)
+        return getattr(module, attribute)
+
+
+_registry: dict[str, PolicyEntry] = {}
+
+
+def register_policy(name: str, entry_point: str | Callable[..., Policy], **defaults: Any) -> None:
+    """Register a policy factory under ``name``.
+
+    ``entry_point`` is a ``"module:attr"`` string, imported only when the policy is first made, or
+    the factory itself; ``defaults`` are keyword arguments given to it unless a spec overrides them.
+    Registering a name again replaces the earlier entry.
+    """
+    if not name or "=" in name or name != name.strip():
+        raise ValueError(f"invalid policy name {name!r}")
+    if isinstance(entry_point, str) and entry_point.count(":") != 1:
+        raise ValueError(f"entry point must look like 'module:attr', got {entry_point!r}")
+    _registry[name] = PolicyEntry(name, entry_point, dict(defaults))
+
+
+def list_policies() -> list[str]:
+    """Names of the registered policies, sorted."""
+    return sorted(_registry)
+
+
+def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """Split ``"name:key=value,key=value"`` into the name and a dict of parameters."""
+    parts = spec.strip().split(":")
+    name_parts: list[str] = []
+    while parts and "=" not in parts[0]:
+        name_parts.append(parts.pop(0))
+    name = ":".join(name_parts)
+    if not name:
+        raise ValueError(f"policy spec {spec!r} has no name")
+    params: dict[str, Any] = {}
+    for item in ":".join(parts).split(","):
+        if not item.strip():
+            continue
+        key, sep, raw = item.partition("=")
+        key = key.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"bad parameter {item!r} in policy spec {spec!r}: expected key=value")
+        params[key] = _parse_value(raw.strip())
+    return name, params
+
+
+def _parse_value(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    if lowered in ("none", "null"):
+        return None
+    try:
+        return ast.literal_eval(raw)
+    except (ValueError, SyntaxError):
+        return raw
+
+
+def _is_path_spec(spec: str) -> bool:
+    return spec.lower().endswith(MODEL_SUFFIXES) or Path(spec).is_file()
+
+
+def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Policy:
+    """A policy from a spec string, a :class:`Policy` (returned as is) or a Kaggle-style callable.
+
+    ``kwargs`` override the spec's parameters, which override the registered defaults. Raises
+    ``ValueError`` for an unknown name or a parameter the policy does not take, and
+    ``FileNotFoundError`` for a path that does not exist.
+    """
+    if isinstance(spec, Policy):
+        if kwargs:
+            raise ValueError("parameters cannot be applied to an existing policy object")
+        return spec
+    if not isinstance(spec, str):
+        if callable(spec):
+            return KaggleAgentPolicy(spec, **kwargs)
+        raise TypeError(f"a policy spec must be a string, a Policy or a callable, got {spec!r}")
+    if spec.strip() not in _registry and _is_path_spec(spec.strip()):
+        return make_policy("file", path=spec.strip(), **kwargs)
+    name, params = parse_spec(spec)
+    if name not in _registry:
+        hint = difflib.get_close_matches(name, list(_registry), n=1)
+        maybe = f" Did you mean {hint[0]!r}?" if hint else ""
+        raise ValueError(
+            f"unknown policy {name!r}.{maybe} Registered: {', '.join(list_policies())}"
+        )
+    entry = _registry[name]
+    factory = entry.load()
+    arguments = {**entry.defaults, **params, **kwargs}
+    _check_parameters(name, factory, arguments)
+    policy = factory(**arguments)
+    if not isinstance(policy, Policy):
+        raise TypeError(f"entry point of policy {name!r} returned {policy!r}, not a Policy")
+    return policy
+
+
+def _check_parameters(name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):
+        return
+    parameters = signature.parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return
+    accepted = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    unknown = sorted(set(arguments) - accepted)
+    if unknown:
+        raise ValueError(
+            f"policy {name!r} does not take parameter(s) {', '.join(unknown)}; "
+            f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+        )
+
+
+def as_kaggle_agent(
+    policy_or_spec: str | Policy | Callable[..., Any], seed: int | None = None
+) -> Callable[[Any, Any], int]:
+    """A Kaggle-style ``agent(obs, config) -> column`` playing ``policy_or_spec``.
+
+    Works with kaggle-environments (which it does not import) and with plain dicts. The agent's
+    randomness comes from ``numpy.random.default_rng(seed)``; the policy is reset whenever a
+    position has fewer stones than the previous one (a new game).
+    """
+    policy = make_policy(policy_or_spec)
+    rng = np.random.default_rng(seed)
+    last_moves = [-1]
+
+    def agent(obs: Any, config: Any) -> int:
+        board_list = obs["board"] if isinstance(obs, dict) else obs.board
+        mark = obs["mark"] if isinstance(obs, dict) else obs.mark
+        board = Board.from_kaggle(board_list, config, mark)
+        if board.moves < last_moves[0]:
+            policy.reset()
+        last_moves[0] = board.moves
+        return int(policy.act(board, rng))
+
+    agent.__name__ = f"{getattr(policy, 'name', 'policy')}_agent"
+    return agent
