@@ -4,6 +4,10 @@ Search code in :mod:`baselines` is written once, as plain Python on integer bitb
 fit in 63 bits (:attr:`connectx_gym.Geometry.fits_int64`, every usual size) run a copy of the module
 whose functions are compiled by numba (``int64``, ``cache=True``); larger boards run the module as
 it is, on Python's unbounded integers. :func:`backend` returns the right one.
+
+A kernel may call kernels imported from another ``baselines`` module (their compiled copies are
+used). Avoid kernels that call themselves: numba 0.68 can crash (segfault) loading a cached
+self-recursive function in a new process, so searches keep their own stack.
 """
 
 from __future__ import annotations
@@ -14,19 +18,11 @@ import inspect
 import sys
 from types import FunctionType, ModuleType
 
+from connectx_gym._jit import jit
 from connectx_gym.bitboard import Geometry
 
 _COMPILED_SOURCES = ("connectx_gym.bitboard",)
-_jitted_functions: dict[FunctionType, object] = {}
 _jit_modules: dict[str, ModuleType] = {}
-
-
-def _jit(function: FunctionType) -> object:
-    import numba
-
-    if function not in _jitted_functions:
-        _jitted_functions[function] = numba.njit(cache=True)(function)
-    return _jitted_functions[function]
 
 
 def jit_module(name: str) -> ModuleType:
@@ -44,10 +40,14 @@ def jit_module(name: str) -> ModuleType:
         if not isinstance(value, FunctionType):
             continue
         home = value.__module__
+        if getattr(value, "_python_only", False):
+            continue
         if home == module.__name__ or home in _COMPILED_SOURCES:
-            if home == module.__name__ and getattr(value, "_python_only", False):
-                continue
-            setattr(module, attribute, _jit(value))
+            setattr(module, attribute, jit(value))
+        elif home.startswith("baselines.") and not home.endswith(".__jit__"):
+            # A kernel imported from another search module: take its compiled copy, whose own
+            # callees are compiled too.
+            setattr(module, attribute, getattr(jit_module(home), value.__name__))
     _jit_modules[name] = module
     sys.modules.setdefault(module.__name__, module)
     return module

@@ -10,6 +10,7 @@ from __future__ import annotations
 from gymnasium.envs.registration import register as _register_env
 
 from connectx_gym.bitboard import Board, Geometry, has_line, winning_cells
+from connectx_gym.match import MatchResult, play_match
 from connectx_gym.policy import (
     IllegalMoveError,
     KaggleAgentPolicy,
@@ -33,6 +34,7 @@ __all__ = [
     "Geometry",
     "IllegalMoveError",
     "KaggleAgentPolicy",
+    "MatchResult",
     "Policy",
     "RandomPolicy",
     "Struct",
@@ -42,6 +44,7 @@ __all__ = [
     "list_policies",
     "make_policy",
     "parse_spec",
+    "play_match",
     "register_policy",
     "winning_cells",
 ]
@@ -56,4 +59,5 @@ register_policy("kaggle:negamax", "baselines.kaggle_agents:KaggleBuiltinPolicy",
 register_policy("solver", "baselines.solver:SolverPolicy")
 register_policy("file", "connectx_gym.files:load_policy_file")
 
-_register_env(id="ConnectX-v0", entry_point="connectx_gym.env:ConnectXEnv")
+# The env enforces reset-before-step itself, so Gymnasium's OrderEnforcing layer is left out.
+_register_env(id="ConnectX-v0", entry_point="connectx_gym.env:ConnectXEnv", order_enforce=False)

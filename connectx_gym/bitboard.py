@@ -25,7 +25,7 @@ fits in 63 bits (:attr:`Geometry.fits_int64`), and runs them on Python integers 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -105,6 +105,7 @@ class Geometry:
     __slots__ = (
         "_bit_of_cell",
         "_column_masks",
+        "_open_columns",
         "board",
         "bottom",
         "cells",
@@ -133,6 +134,7 @@ class Geometry:
         self.board = self.bottom * ((1 << self.rows) - 1)
         self.top = self.bottom << (self.rows - 1)
         self.fits_int64 = self.size <= 63
+        self._open_columns: dict[int, tuple[int, ...]] = {}
         self._column_masks = tuple(column_mask(c, self.height) for c in range(self.columns))
         # Kaggle's flat board index (row 0 at the top, row-major) -> bit index.
         rows_from_top = np.arange(self.rows)[:, None]
@@ -151,6 +153,17 @@ class Geometry:
     def column_mask(self, column: int) -> int:
         """Bits of the playable cells of ``column``."""
         return self._column_masks[column]
+
+    def open_columns(self, mask: int) -> tuple[int, ...]:
+        """Columns whose top cell is empty in ``mask``; remembered per pattern up to 12 columns."""
+        free_tops = self.top & ~mask
+        found = self._open_columns.get(free_tops)
+        if found is None:
+            shifted = free_tops >> (self.rows - 1)
+            found = tuple(c for c in range(self.columns) if shifted >> (c * self.height) & 1)
+            if self.columns <= 12:
+                self._open_columns[free_tops] = found
+        return found
 
     def has_line(self, stones: int) -> bool:
         """True when ``stones`` hold ``inarow`` in a line."""
@@ -186,21 +199,19 @@ class Geometry:
         return f"Geometry(rows={self.rows}, columns={self.columns}, inarow={self.inarow})"
 
 
-class Board:
+class Board(NamedTuple):
     """An immutable ConnectX position, seen from the player to move.
 
     Mark 1 moves first, as in Kaggle, so the player to move has mark ``1 + moves % 2``.
     Build one with :meth:`empty`, :meth:`from_moves` or :meth:`from_kaggle`, and advance it with
-    :meth:`play`, which returns a new board.
+    :meth:`play`, which returns a new board. (A named tuple: immutable, hashable, and cheap to
+    build, which matters inside ``step()``.)
     """
 
-    __slots__ = ("current", "geometry", "mask", "moves")
-
-    def __init__(self, geometry: Geometry, current: int, mask: int, moves: int) -> None:
-        self.geometry = geometry
-        self.current = current
-        self.mask = mask
-        self.moves = moves
+    geometry: Geometry
+    current: int  # stones of the player to move
+    mask: int  # all stones
+    moves: int  # stones on the board
 
     # -- construction -------------------------------------------------------------------------
     @classmethod
@@ -226,8 +237,9 @@ class Board:
         """A board from Kaggle's flat list (row 0 at the top; 0 empty, 1 and 2 the marks).
 
         The player to move is the one with fewer stones (mark 1 on a tie); ``mark``, if given, must
-        agree. Raises ``ValueError`` for a board that no legal game reaches (floating stones, wrong
-        stone counts, values other than 0, 1, 2).
+        agree. Raises ``ValueError`` for a board that no legal game reaches because of floating
+        stones, wrong stone counts, values other than 0, 1, 2, or a line of the player to move (the
+        game would have ended); subtler unreachable boards are not detected.
         """
         geometry = Geometry.of(config)
         cells = np.asarray(board, dtype=np.int64)
@@ -248,6 +260,11 @@ class Board:
         if mark is not None and int(mark) != to_move:
             raise ValueError(f"mark {mark} is not the player to move (mark {to_move} is)")
         mine = geometry.pack(grid == to_move)
+        if geometry.has_line(mine):
+            raise ValueError(
+                f"mark {to_move}, the player to move, already has {geometry.inarow} in a row: "
+                "the game would have ended before the last move"
+            )
         return cls(geometry, mine, geometry.pack(filled), ones + twos)
 
     # -- queries ------------------------------------------------------------------------------
@@ -266,13 +283,13 @@ class Board:
         g = self.geometry
         return 0 <= column < g.columns and not self.mask & g.top & g.column_mask(column)
 
+    def open_columns(self) -> tuple[int, ...]:
+        """Columns that are not full, in increasing order, whether or not the game is over."""
+        return self.geometry.open_columns(self.mask)
+
     def legal_moves(self) -> list[int]:
         """Columns that are not full, in increasing order (empty once the game is over)."""
-        if self.is_terminal():
-            return []
-        g = self.geometry
-        free = (g.top & ~self.mask) >> (g.rows - 1)
-        return [c for c in range(g.columns) if free >> (c * g.height) & 1]
+        return [] if self.is_terminal() else list(self.open_columns())
 
     def legal_mask(self) -> np.ndarray:
         """Bool array over columns: True where a move is legal (all False once the game is over)."""
@@ -346,11 +363,14 @@ class Board:
 
     def __eq__(self, other: object) -> bool:
         return (
-            isinstance(other, Board)
+            type(other) is Board
             and self.geometry == other.geometry
             and self.current == other.current
             and self.mask == other.mask
         )
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
 
     def __hash__(self) -> int:
         return hash((self.geometry, self.current, self.mask))

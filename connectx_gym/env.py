@@ -10,8 +10,9 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import IllegalMoveError, Policy, Struct, validate_answer
+from connectx_gym._jit import jit
+from connectx_gym.bitboard import Board, Geometry, has_line
+from connectx_gym.policy import Policy, Struct, validate_answer
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
@@ -54,7 +55,10 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     ## Episode End
     ``terminated`` is True on a win, a loss, a draw or an illegal move (``illegal_action="lose"``).
     ``truncated`` is always False: a game lasts at most ``rows * columns`` plies. Calling ``step``
-    after the episode ended raises ``RuntimeError`` until ``reset``.
+    after the episode ended raises ``RuntimeError`` until ``reset``. If the opponent's opening
+    move ends the game (only possible with ``inarow=1`` or a one-cell board), ``reset`` returns
+    an all-zero mask and the next ``step``, whatever its action, plays nothing and reports the
+    end (reward -1, or 0 for a draw, ``terminated`` True).
 
     ## Information
     ``info`` holds ``action_mask`` (``int8``), ``agent_mark`` (1 or 2), ``opponent_action`` (the
@@ -113,8 +117,13 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self.illegal_action = illegal_action
         self.opponent: Policy = make_policy(opponent)
         self.opponent_spec = opponent if isinstance(opponent, str) else repr(self.opponent)
+        self._next_opponent: tuple[Policy, str] | None = None
 
         g = self.geometry
+        self._dimensions = (g.rows, g.height, g.inarow, g.size, g.cells)
+        # The win check, numba-compiled when the board fits in 63 bits (the same function).
+        self._has_line = jit(has_line) if g.fits_int64 else has_line
+        self._rows, self._columns = g.rows, g.columns
         self.action_space = spaces.Discrete(g.columns)
         self.observation_space = spaces.Box(0, 1, shape=(2, g.rows, g.columns), dtype=np.int8)
         self._new_game()
@@ -127,15 +136,24 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self._mask = 0
         self._moves = 0
         self._heights = [0] * g.columns
-        self._planes = np.zeros((2, g.rows, g.columns), dtype=np.int8)
-        self._legal = np.ones(g.columns, dtype=np.int8)
+        # Observation planes and legal mask live in bytearrays (cheap to write one cell at a
+        # time) and are read through numpy views of them.
+        self._plane_bytes = bytearray(2 * g.cells)
+        self._planes = np.frombuffer(self._plane_bytes, dtype=np.int8).reshape(2, g.rows, g.columns)
+        self._legal_bytes = bytearray(b"\x01" * g.columns)
+        self._legal = np.frombuffer(self._legal_bytes, dtype=np.int8)
         self.agent_mark = 1
         self._winner: int | None = None
+        self._ended_by_opening = False
 
     def set_opponent(self, opponent: OpponentSpec) -> None:
-        """Play against ``opponent`` (a spec, policy or callable) from the next reset on."""
-        self.opponent = make_policy(opponent)
-        self.opponent_spec = opponent if isinstance(opponent, str) else repr(self.opponent)
+        """Play against ``opponent`` (a spec, policy or callable) from the next reset on; a game
+        in progress is finished against the current opponent."""
+        policy = make_policy(opponent)
+        self._next_opponent = (policy, opponent if isinstance(opponent, str) else repr(policy))
+        if self._done:
+            self.opponent, self.opponent_spec = self._next_opponent
+            self._next_opponent = None
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -150,6 +168,9 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
             )
         if "opponent" in options:
             self.set_opponent(options["opponent"])
+        if self._next_opponent is not None:
+            self.opponent, self.opponent_spec = self._next_opponent
+            self._next_opponent = None
         mark = options.get("agent_mark", self.agent_mark_setting)
         if mark not in (None, 1, 2):
             raise ValueError(f"agent_mark must be 1, 2 or None, got {mark!r}")
@@ -160,6 +181,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         opponent_action = None
         if self.agent_mark == 2:
             opponent_action = self._opponent_move()
+            self._ended_by_opening = self._done
         if self.render_mode == "human":
             self.render()
         return self._planes.copy(), self._info(opponent_action)
@@ -167,10 +189,14 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the agent's column, then the opponent's reply unless the game is over."""
         if self._done:
-            raise RuntimeError("the episode has ended: call reset() before step()")
-        column = self._column(action)
-        if column < 0 or not self._legal[column]:
-            return self._illegal(action)
+            if self._ended_by_opening:
+                self._ended_by_opening = False
+                reward = -1.0 if self._winner == 3 - self.agent_mark else 0.0
+                return self._planes.copy(), reward, True, False, self._info(None)
+            raise RuntimeError("no game in progress (it ended or never started): call reset()")
+        column = action if type(action) is int else self._column(action)
+        if not (0 <= column < self._columns and self._heights[column] < self._rows):
+            return self._illegal(column)
         reward = 0.0
         opponent_action = None
         if self._play(column, 0):
@@ -195,12 +221,12 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
             column = int(action.reshape(()))
         else:
             raise TypeError(f"action must be an integer column, got {action!r}")
-        return column if 0 <= column < self.geometry.columns else -1
+        return column
 
-    def _illegal(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+    def _illegal(self, column: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         legal = np.flatnonzero(self._legal).tolist()
         if self.illegal_action == "raise":
-            raise ValueError(f"illegal action: column {action!r} is not playable; legal: {legal}")
+            raise ValueError(f"illegal action: column {column} is not playable; legal: {legal}")
         self._done = True
         self._winner = 3 - self.agent_mark
         self._legal[:] = 0
@@ -211,19 +237,21 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     def _play(self, column: int, player: int) -> bool:
         """Drop a disc of ``player`` (0 agent, 1 opponent); True when it wins. Ends the game when
         it wins or fills the board."""
-        g = self.geometry
+        rows, bits_per_column, inarow, size, cells = self._dimensions
         height = self._heights[column]
-        bit = 1 << (column * g.height + height)
-        self._stones[player] |= bit
-        self._mask |= bit
-        self._moves += 1
         self._heights[column] = height + 1
-        self._planes[player, g.rows - 1 - height, column] = 1
-        if height + 1 == g.rows:
-            self._legal[column] = 0
-        if g.has_line(self._stones[player]):
+        bit = 1 << (column * bits_per_column + height)
+        stones = self._stones[player] | bit
+        self._stones[player] = stones
+        self._mask |= bit
+        moves = self._moves = self._moves + 1
+        self._plane_bytes[(player * rows + rows - 1 - height) * self._columns + column] = 1
+        if height + 1 == rows:
+            self._legal_bytes[column] = 0
+        # nobody has inarow stones before ply 2 * inarow - 1
+        if moves >= 2 * inarow - 1 and self._has_line(stones, bits_per_column, inarow, size):
             self._winner = self.agent_mark if player == 0 else 3 - self.agent_mark
-        elif self._moves == g.cells:
+        elif moves == cells:
             self._winner = 0
         else:
             return False
@@ -233,15 +261,17 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
     def _opponent_move(self) -> int:
         board = Board(self.geometry, self._stones[1], self._mask, self._moves)
-        answer = self.opponent.act(board, self.np_random)
-        if not (
-            type(answer) is int and 0 <= answer < self.geometry.columns and self._legal[answer]
-        ):
-            try:
+        try:
+            answer = self.opponent.act(board, self.np_random)
+            if not (
+                type(answer) is int
+                and 0 <= answer < self._columns
+                and self._heights[answer] < self._rows
+            ):
                 answer = validate_answer(answer, board, f"opponent {self.opponent_spec!r}")
-            except IllegalMoveError:
-                self._done = True
-                raise
+        except BaseException:
+            self._done = True  # the game cannot go on without the opponent's move
+            raise
         self._play(answer, 1)
         return answer
 

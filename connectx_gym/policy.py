@@ -110,7 +110,7 @@ class RandomPolicy(Policy):
     name = "random"
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        legal = board.legal_moves()
+        legal = board.open_columns()  # a policy is never asked to move in a finished game
         return legal[int(rng.random() * len(legal))]
 
     def scores(self, board: Board) -> np.ndarray:

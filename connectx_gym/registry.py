@@ -175,7 +175,7 @@ def as_kaggle_agent(
 
     Works with kaggle-environments (which it does not import) and with plain dicts. The agent's
     randomness comes from ``numpy.random.default_rng(seed)``; the policy is reset whenever a
-    position has fewer stones than the previous one (a new game).
+    position has no more stones than the previous one (a new game).
     """
     policy = make_policy(policy_or_spec)
     rng = np.random.default_rng(seed)
@@ -185,7 +185,7 @@ def as_kaggle_agent(
         board_list = obs["board"] if isinstance(obs, dict) else obs.board
         mark = obs["mark"] if isinstance(obs, dict) else obs.mark
         board = Board.from_kaggle(board_list, config, mark)
-        if board.moves < last_moves[0]:
+        if board.moves <= last_moves[0]:
             policy.reset()
         last_moves[0] = board.moves
         return int(policy.act(board, rng))

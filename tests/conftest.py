@@ -1,0 +1,48 @@
+"""Shared fixtures: Pascal Pons' benchmark positions, which live outside the repository."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+#: ``../shared`` next to the repository root; Pons' ``Test_L*_R*`` files are in ``data/pons``.
+SHARED_DIR = Path(__file__).parents[1].parent / "shared"
+PONS_DIR = SHARED_DIR / "data" / "pons"
+
+PonsPositions = Callable[[str, "int | None"], list[tuple[list[int], int]]]
+
+
+@pytest.fixture(scope="session")
+def pons_dir() -> Path:
+    """The directory of Pons' test positions; skips the test when ``../shared`` is absent."""
+    if not SHARED_DIR.is_dir():
+        pytest.skip(f"{SHARED_DIR} is absent (Pons' positions are not part of the repository)")
+    return PONS_DIR
+
+
+def read_pons(path: Path, limit: int | None = None) -> list[tuple[list[int], int]]:
+    """``(moves as 0-indexed columns, score)`` pairs from a Pons ``Test_L*_R*`` file.
+
+    A line is ``<moves as 1-indexed columns> <score>``; score > 0: the side to move wins with
+    ``22 - score`` of its own stones on the board, 0: draw, < 0: the side to move loses.
+    """
+    positions = []
+    with path.open() as lines:
+        for line in lines:
+            if limit is not None and len(positions) >= limit:
+                break
+            moves, score = line.split()
+            positions.append(([int(c) - 1 for c in moves], int(score)))
+    return positions
+
+
+@pytest.fixture(scope="session")
+def pons_positions(pons_dir: Path) -> PonsPositions:
+    """``pons_positions("Test_L3_R1", limit)``: the first ``limit`` positions of that file."""
+
+    def load(name: str, limit: int | None = None) -> list[tuple[list[int], int]]:
+        return read_pons(pons_dir / name, limit)
+
+    return load
