@@ -302,20 +302,6 @@ def test_same_seed_same_episodes(kwargs: dict[str, Any]) -> None:
     assert any(other != first for other in others)
 
 
-class SlowRandomPolicy(connectx_gym.RandomPolicy):
-    """RandomPolicy through the generic opponent path (the env special-cases RandomPolicy)."""
-
-
-@pytest.mark.parametrize("size", [(6, 7, 4), (2, 3, 2), (9, 9, 5)])
-def test_random_opponent_fast_path_plays_as_random_policy_act(size: tuple[int, int, int]) -> None:
-    rows, columns, inarow = size
-    fast = transcript(5, episodes=6, rows=rows, columns=columns, inarow=inarow)
-    slow = transcript(
-        5, episodes=6, rows=rows, columns=columns, inarow=inarow, opponent=SlowRandomPolicy()
-    )
-    assert fast == slow
-
-
 def test_agent_mark_none_draws_both_marks_from_the_seed() -> None:
     env = ConnectXEnv(agent_mark=None)
     marks = [env.reset(seed=seed)[1]["agent_mark"] for seed in range(20)]
