@@ -29,7 +29,8 @@ def wilson_interval(score: float, games: int, z: float = 1.96) -> tuple[float, f
     denominator = 1 + z * z / games
     centre = (score + z * z / (2 * games)) / denominator
     spread = z * math.sqrt(score * (1 - score) / games + z * z / (4 * games * games)) / denominator
-    return (max(0.0, centre - spread), min(1.0, centre + spread))
+    # The interval always contains the observed score (rounding can leave it a hair outside).
+    return (max(0.0, min(centre - spread, score)), min(1.0, max(centre + spread, score)))
 
 
 @dataclass

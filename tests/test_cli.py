@@ -1,0 +1,183 @@
+"""The ``connectx`` command: results, and clean errors (one line, non-zero exit) on bad input."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectx_gym.cli import main
+from connectx_gym.files import WeightsFile, save_weights
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    try:
+        code = main(list(argv))
+    except SystemExit as exit_:  # argparse usage errors
+        code = exit_.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def tiny_weights(path: Path) -> Path:
+    from connectx_gym import Geometry
+
+    rng = np.random.default_rng(0)
+    layers = [
+        {"op": "flatten"},
+        {"op": "linear", "weight": "w", "bias": "b"},
+    ]
+    params = {"w": rng.normal(size=(7, 84)), "b": np.zeros(7)}
+    return save_weights(WeightsFile(Geometry(), layers, params), path)
+
+
+def test_evaluate_json(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(
+        capsys, "evaluate", "onestep", "random", "--games", "6", "--json", "--seed", "3"
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["games"] == 6
+    assert result["wins"] + result["draws"] + result["losses"] == 6
+    assert result["wins"] >= 5
+    low, high = result["ci95"]
+    assert low - 1e-12 <= result["score"] <= high + 1e-12
+    assert result["illegal_a"] == result["illegal_b"] == 0
+
+
+def test_evaluate_text_and_saved_model(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    model = tiny_weights(tmp_path / "agent.npz")
+    code, out, err = run(capsys, "evaluate", str(model), "random", "--games", "4")
+    assert code == 0, err
+    for expected in ("score", "95% CI", "ms per move", "illegal"):
+        assert expected in out
+
+
+def test_tournament_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    png = tmp_path / "t.png"
+    code, out, err = run(
+        capsys,
+        "tournament",
+        "random",
+        "onestep",
+        "--games",
+        "4",
+        "--bootstrap",
+        "50",
+        "--png",
+        str(png),
+        "--json",
+    )
+    assert code == 0, err
+    players = [p["player"] for p in json.loads(out)["players"]]
+    assert players == ["onestep", "random"]
+    assert png.exists()
+
+
+def test_play_reads_moves_from_stdin(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Against a 1-row, 4-column board with 2 in a row, typing 0 then 1 wins unless blocked.
+    answers = iter(["9", "x", "0", "q"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    code, out, err = run(
+        capsys,
+        "play",
+        "--opponent",
+        "random",
+        "--seed",
+        "1",
+        "--rows",
+        "1",
+        "--columns",
+        "4",
+        "--inarow",
+        "3",
+    )
+    assert code == 0, err
+    assert out.count("not a legal column") == 2
+    assert "bye" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["evaluate", "random", "nosuchpolicy"], "unknown policy"),
+        (["evaluate", "random", "minimax:depth=3,bogus=1"], "does not take"),
+        (["evaluate", "random", "missing_model.npz"], "no such"),
+        (["evaluate", "random", "CORRUPT"], "not a connectx-gym weights file"),
+        (["evaluate", "random", "random", "--games", "0"], "must be >= 1"),
+        (["evaluate", "random", "random", "--games", "many"], "whole number"),
+        (["evaluate", "random", "random", "--rows", "-2"], "must be >= 1"),
+        (["tournament", "random", "--games", "2"], "at least two"),
+        (["export-kaggle", "missing.zip", "-o", "OUT"], "no such"),
+        (["export-kaggle", "CORRUPT", "-o", "OUT"], "not a connectx-gym weights file"),
+        (["train", "--n-envs", "0", "--out", "OUT"], "n_envs must be >= 1"),
+        (["train", "--opponent", "nosuchpolicy", "--out", "OUT"], "unknown policy"),
+        (["train", "--resume", "--out", "OUT"], "nothing to resume"),
+        (["nosuchcommand"], "invalid choice"),
+    ],
+)
+def test_bad_input_is_a_clean_error(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, argv: list[str], message: str
+) -> None:
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(b"\x00garbage")
+    replacements = {"CORRUPT": str(corrupt), "OUT": str(tmp_path / "out")}
+    argv = [replacements.get(a, a) for a in argv]
+    argv = [str(tmp_path / a) if a.startswith("missing") else a for a in argv]
+    code, _, err = run(capsys, *argv)
+    assert code != 0
+    assert message in err
+    assert "Traceback" not in err
+    assert message in err.strip().splitlines()[-1]  # the last line says what is wrong
+
+
+def test_entry_point_and_light_imports() -> None:
+    # `connectx evaluate` must not import torch; a bad spec exits non-zero without a traceback.
+    code = (
+        "import sys\n"
+        "from connectx_gym.cli import main\n"
+        "status = main(['evaluate', 'random', 'random', '--games', '2', '--json'])\n"
+        "assert status == 0\n"
+        "assert 'torch' not in sys.modules, 'torch imported'\n"
+        "assert main(['evaluate', 'random', 'bogus']) == 2\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert "Traceback" not in completed.stderr
+    assert "unknown policy 'bogus'" in completed.stderr
+    script = subprocess.run(
+        [sys.executable, "-m", "connectx_gym.cli", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert script.returncode == 0
+    assert "export-kaggle" in script.stdout
+
+
+def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
+    pytest.importorskip("baselines.solver")
+    code, out, err = run(
+        capsys,
+        "accuracy",
+        "onestep",
+        "--games",
+        "1",
+        "--limit",
+        "3",
+        "--time-limit",
+        "0.3",
+        "--json",
+    )
+    assert code == 0, err
+    result = json.loads(out)
+    assert result["positions"] + result["unsolved"] == 3
+    assert 0 <= result["correct"] <= result["positions"]

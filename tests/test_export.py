@@ -1,0 +1,134 @@
+"""Kaggle export: the exported main.py plays the model's deterministic moves, with numpy only."""
+
+from __future__ import annotations
+
+import ast
+import importlib.util
+import time
+from pathlib import Path
+from types import ModuleType
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+from connectx_gym import Board, Geometry
+from connectx_gym.env import ConnectXEnv
+from connectx_gym.files import save_weights
+from train.config import TrainConfig
+from train.export import export_kaggle
+from train.trainer import _new_model, model_weights
+
+STANDARD_LIBRARY = {"base64", "io", "json"}
+
+
+def load_module(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"exported_{path.stem}", path)
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def random_positions(geometry: Geometry, count: int, seed: int) -> list[Board]:
+    rng = np.random.default_rng(seed)
+    positions = []
+    while len(positions) < count:
+        board = Board(geometry, 0, 0, 0)
+        for _ in range(rng.integers(0, geometry.cells)):
+            if board.is_terminal():
+                break
+            board = board.play(int(rng.choice(board.legal_moves())))
+        if not board.is_terminal():
+            positions.append(board)
+    return positions
+
+
+def make_model(tmp_path: Path, rows: int, columns: int, inarow: int, seed: int):
+    config = TrainConfig(rows=rows, columns=columns, inarow=inarow, seed=seed)
+    model = _new_model(config, ConnectXEnv(rows, columns, inarow), tmp_path)
+    # A fresh network has near-uniform logits; spread them so that argmaxes are well separated.
+    with __import__("torch").no_grad():
+        model.policy.action_net.weight.mul_(40)
+    return model
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "inarow", "source"),
+    [
+        (6, 7, 4, "zip"),
+        (6, 7, 4, "npz"),
+        (5, 4, 3, "zip"),
+    ],
+)
+def test_exported_moves_equal_model_moves(
+    tmp_path: Path, rows: int, columns: int, inarow: int, source: str
+) -> None:
+    model = make_model(tmp_path, rows, columns, inarow, seed=rows + columns)
+    geometry = Geometry(rows, columns, inarow)
+    if source == "zip":
+        model.save(tmp_path / "model.zip")
+        with pytest.warns(UserWarning, match="unpickles"):
+            exported = export_kaggle(tmp_path / "model.zip", tmp_path / "main.py")
+    else:
+        save_weights(model_weights(model, geometry), tmp_path / "model.npz")
+        exported = export_kaggle(tmp_path / "model.npz", tmp_path / "main.py")
+    agent = load_module(exported).agent
+    config = {"rows": rows, "columns": columns, "inarow": inarow}
+    positions = random_positions(geometry, 400, seed=1)
+    planes = np.stack([board.to_planes() for board in positions])
+    masks = np.stack([board.legal_mask() for board in positions])
+    expected, _ = model.predict(planes, deterministic=True, action_masks=masks)
+    answers = [agent({"board": b.to_kaggle(), "mark": b.mark}, config) for b in positions]
+    assert answers == [int(a) for a in expected]
+
+
+def test_exported_file_is_self_contained(tmp_path: Path) -> None:
+    model = make_model(tmp_path, 6, 7, 4, seed=0)
+    save_weights(model_weights(model, Geometry()), tmp_path / "model.npz")
+    exported = export_kaggle(tmp_path / "model.npz", tmp_path / "main.py")
+    tree = ast.parse(exported.read_text())
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add((node.module or "").split(".")[0])
+    assert imported <= STANDARD_LIBRARY | {"numpy"}
+    functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
+    assert functions[-1] == "agent"  # Kaggle calls the file's last function
+    module = load_module(exported)
+    with pytest.raises(ValueError, match="another board size"):
+        module.agent({"board": [0] * 20, "mark": 1}, {"rows": 4, "columns": 5, "inarow": 4})
+
+
+def test_export_rejects_bad_inputs(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        export_kaggle(tmp_path / "missing.zip", tmp_path / "main.py")
+    other = tmp_path / "model.txt"
+    other.write_text("x")
+    with pytest.raises(ValueError, match=r"expected a \.npz"):
+        export_kaggle(other, tmp_path / "main.py")
+    assert not (tmp_path / "main.py").exists()
+
+
+def test_exported_agent_in_kaggle_environments(tmp_path: Path) -> None:
+    kaggle_environments = pytest.importorskip("kaggle_environments")
+    model = make_model(tmp_path, 6, 7, 4, seed=3)
+    save_weights(model_weights(model, Geometry()), tmp_path / "model.npz")
+    exported = export_kaggle(tmp_path / "model.npz", tmp_path / "main.py")
+    agent = load_module(exported).agent
+    for agents in ([str(exported), "negamax"], ["negamax", str(exported)]):
+        env = kaggle_environments.make("connectx", debug=False)
+        steps = env.run(agents)
+        final = steps[-1]
+        assert all(state["status"] == "DONE" for state in final), final
+    # Far inside Kaggle's 2-second actTimeout.
+    config = {"rows": 6, "columns": 7, "inarow": 4}
+    boards = random_positions(Geometry(), 50, seed=2)
+    started = time.perf_counter()
+    for board in boards:
+        agent({"board": board.to_kaggle(), "mark": board.mark}, config)
+    assert (time.perf_counter() - started) / len(boards) < 0.2

@@ -1,0 +1,248 @@
+"""Every hyper-parameter of ``connectx train``: one documented dataclass, also on the command line.
+
+Each field's ``metadata["help"]`` is its documentation and its ``--flag`` help text; field names map
+to flags with dashes (``n_envs`` -> ``--n-envs``). Tuples take several values (``--panel random
+onestep``). The defaults are the README's main command, tuned to finish on 2 CPU cores in under 30
+minutes.
+
+Opponent mixtures
+-----------------
+A *mixture* is ``spec[@weight]`` items joined by ``+``, for example ``"minimax:depth=2@3+onestep"``:
+each env plays a policy drawn with those weights (default weight 1). A spec may end in
+``~epsilon``: ``"onestep~0.25"`` plays a random legal column 25% of the time (a softer stage).
+``--opponent`` (repeatable) fixes the mixture for the whole run and turns the curriculum off;
+otherwise the run walks through ``--curriculum`` stages, moving on when the recent win rate
+against the current stage passes ``--advance-threshold``. From stage ``selfplay_from_stage`` on,
+a ``selfplay_weight`` share of the games is played against frozen snapshots of the agent itself,
+and a ``review_weight`` share against the earlier stages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import dataclasses
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+__all__ = ["TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
+
+
+def _field(default: Any, help: str, **kwargs: Any) -> Any:
+    if isinstance(default, (list, tuple, dict)):
+        return field(default_factory=lambda: default, metadata={"help": help, **kwargs})
+    return field(default=default, metadata={"help": help, **kwargs})
+
+
+@dataclass
+class TrainConfig:
+    """Hyper-parameters and settings of a MaskablePPO training run (see the module docstring)."""
+
+    # run
+    timesteps: int = _field(2_000_000, "total environment steps (agent moves) to train for")
+    seed: int = _field(0, "seed of the run: network init, envs, opponents, evaluation")
+    out: str = _field("runs/connectx", "output directory: checkpoints, logs, report, models")
+    resume: bool = _field(False, "continue the run saved in --out from its last checkpoint")
+    max_minutes: float = _field(
+        27.0,
+        "stop training (then report as usual) after this many minutes of wall time in this "
+        "session, so that the default run ends within 30 minutes on a slow machine; "
+        "0 means no limit",
+    )
+    progress_bar: bool = _field(True, "show a progress bar")
+    # board
+    rows: int = _field(6, "board rows")
+    columns: int = _field(7, "board columns")
+    inarow: int = _field(4, "discs in a row needed to win")
+    # vectorised envs
+    n_envs: int = _field(32, "parallel environments")
+    vec_env: str = _field(
+        "dummy",
+        "'dummy' (one process), 'subproc' (one process per env) or 'auto' "
+        "(subproc, falling back to dummy when processes cannot start)",
+        choices=("dummy", "subproc", "auto"),
+    )
+    torch_threads: int = _field(1, "torch CPU threads (0: torch's default)")
+    # PPO
+    n_steps: int = _field(64, "steps per env per rollout")
+    batch_size: int = _field(256, "minibatch size")
+    n_epochs: int = _field(4, "passes over each rollout")
+    learning_rate: float = _field(5e-4, "Adam learning rate at the start")
+    final_learning_rate: float = _field(1e-4, "learning rate at the end (linear decay)")
+    gamma: float = _field(0.99, "discount factor")
+    gae_lambda: float = _field(0.95, "GAE lambda")
+    clip_range: float = _field(0.2, "PPO clip range")
+    ent_coef: float = _field(0.01, "entropy bonus coefficient")
+    vf_coef: float = _field(0.5, "value loss coefficient")
+    max_grad_norm: float = _field(0.5, "gradient clipping norm")
+    # network
+    channels: int = _field(32, "channels of the CNN's convolutions")
+    blocks: int = _field(1, "residual blocks after the stem convolution")
+    features_dim: int = _field(128, "size of the dense layer over the board")
+    vf_layers: tuple[int, ...] = _field((64,), "hidden layers of the value head")
+    # opponents
+    opponent: tuple[str, ...] = _field(
+        (),
+        "fixed opponent mixture for the whole run (repeatable; turns the curriculum off)",
+        action="append",
+    )
+    curriculum: tuple[str, ...] = _field(
+        (
+            "random",
+            "onestep~0.5",
+            "onestep~0.25",
+            "onestep",
+            "minimax:depth=2~0.25",
+            "minimax:depth=2",
+            "minimax:depth=3~0.25",
+            "minimax:depth=3",
+        ),
+        "curriculum stages, each an opponent mixture, easiest first",
+    )
+    advance_threshold: float = _field(0.8, "recent win rate against a stage that moves it on")
+    advance_window: int = _field(400, "episodes against the current stage in the win rate")
+    review_weight: float = _field(0.15, "share of games against earlier stages")
+    selfplay_weight: float = _field(0.25, "share of games against snapshots of the agent")
+    selfplay_from_stage: int = _field(1, "first curriculum stage (0-based) with self-play")
+    snapshot_every: int = _field(50_000, "steps between snapshots added to the self-play pool")
+    pool_size: int = _field(5, "most recent snapshots kept in the self-play pool")
+    # evaluation and saving
+    panel: tuple[str, ...] = _field(
+        ("random", "onestep", "minimax:depth=1", "minimax:depth=2", "minimax:depth=3"),
+        "fixed evaluation panel (both seats, seats alternating)",
+    )
+    eval_every: int = _field(100_000, "steps between panel evaluations (0: only at the end)")
+    eval_games: int = _field(40, "games per panel opponent in periodic evaluations")
+    final_games: int = _field(200, "games per panel opponent in the final report")
+    checkpoint_every: int = _field(50_000, "steps between checkpoints")
+
+    def validate(self) -> None:
+        """Raise ``ValueError`` naming the first setting out of range."""
+        positive = (
+            "timesteps",
+            "rows",
+            "columns",
+            "inarow",
+            "n_envs",
+            "n_steps",
+            "batch_size",
+            "n_epochs",
+            "channels",
+            "features_dim",
+            "advance_window",
+            "pool_size",
+            "snapshot_every",
+            "eval_games",
+            "final_games",
+            "checkpoint_every",
+        )
+        for name in positive:
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        for name in ("blocks", "eval_every", "torch_threads", "max_minutes", "selfplay_from_stage"):
+            if getattr(self, name) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
+        for name in ("learning_rate", "final_learning_rate", "clip_range"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be > 0, got {getattr(self, name)}")
+        for name in ("gamma", "gae_lambda", "advance_threshold"):
+            if not 0 <= getattr(self, name) <= 1:
+                raise ValueError(f"{name} must be in [0, 1], got {getattr(self, name)}")
+        if self.review_weight < 0 or self.selfplay_weight < 0:
+            raise ValueError("review_weight and selfplay_weight must be >= 0")
+        if self.review_weight + self.selfplay_weight >= 1:
+            raise ValueError("review_weight + selfplay_weight must be < 1")
+        if self.vec_env not in ("dummy", "subproc", "auto"):
+            raise ValueError(f"vec_env must be dummy, subproc or auto, got {self.vec_env!r}")
+        if not self.opponent and not self.curriculum:
+            raise ValueError("give at least one --opponent or curriculum stage")
+        if not self.panel:
+            raise ValueError("the evaluation panel is empty")
+        for mixture in (*self.opponent, *self.curriculum):
+            parse_mixture(mixture)
+
+    def to_json(self) -> dict[str, Any]:
+        """The settings as a JSON-ready dict."""
+        return {
+            k: list(v) if isinstance(v, tuple) else v for k, v in dataclasses.asdict(self).items()
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> TrainConfig:
+        """Settings from :meth:`to_json`'s dict (unknown keys are an error)."""
+        names = {f.name: f for f in fields(cls)}
+        unknown = set(data) - set(names)
+        if unknown:
+            raise ValueError(f"unknown settings {sorted(unknown)}")
+        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        return cls(**values)
+
+    def save(self, path: Path) -> None:
+        """Write the settings as JSON."""
+        path.write_text(json.dumps(self.to_json(), indent=2))
+
+
+def parse_mixture(text: str) -> list[tuple[str, float]]:
+    """``"minimax:depth=2@3+onestep"`` -> ``[("minimax:depth=2", 3.0), ("onestep", 1.0)]``."""
+    items: list[tuple[str, float]] = []
+    for part in text.split("+"):
+        spec, weight = part.strip(), 1.0
+        head, at, tail = spec.rpartition("@")
+        if at:
+            with contextlib.suppress(ValueError):
+                spec, weight = head.strip(), float(tail)
+        if not spec:
+            raise ValueError(f"empty opponent in mixture {text!r}")
+        if not weight > 0:
+            raise ValueError(f"opponent weight must be > 0 in {text!r}")
+        items.append((spec, weight))
+    return items
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add one ``--flag`` per :class:`TrainConfig` field to ``parser`` (defaults: None = unset)."""
+    for f in fields(TrainConfig):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata["help"]
+        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        if f.type in ("bool", bool):
+            parser.add_argument(
+                flag,
+                action=argparse.BooleanOptionalAction,
+                default=None,
+                help=f"{help_text} (default: {default})",
+            )
+        elif f.metadata.get("action") == "append":
+            parser.add_argument(
+                flag, action="append", default=None, metavar="MIXTURE", help=help_text
+            )
+        elif isinstance(default, tuple):
+            kind = int if all(isinstance(v, int) for v in default) and default else str
+            parser.add_argument(
+                flag,
+                nargs="*",
+                type=kind,
+                default=None,
+                help=f"{help_text} (default: {' '.join(map(str, default))})",
+            )
+        else:
+            parser.add_argument(
+                flag,
+                type=type(default),
+                default=None,
+                choices=f.metadata.get("choices"),
+                help=f"{help_text} (default: {default})",
+            )
+
+
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """A :class:`TrainConfig` from parsed flags: those given override ``base`` (or the defaults)."""
+    config = dataclasses.replace(base) if base is not None else TrainConfig()
+    for f in fields(TrainConfig):
+        value = getattr(args, f.name, None)
+        if value is not None:
+            setattr(config, f.name, tuple(value) if isinstance(value, list) else value)
+    config.validate()
+    return config

@@ -1,0 +1,149 @@
+"""A small residual CNN policy for ConnectX boards, and its weights-only description.
+
+SB3's ``NatureCNN`` is built for 84x84 Atari frames; a 6x7 board wants 3x3 convolutions with "same"
+padding and a policy head that knows that a move *is* a column. :class:`ConnectXCNN` takes the env's
+``(2, rows, columns)`` int8 observation (the mover's discs, then the opponent's) and appends a plane
+of ones (so that the zero padding tells the board's edge from an empty cell) and the plane of
+*landing cells* (where each non-full column's next disc would land). After a stem convolution and
+residual blocks it produces
+
+- one score per column: a 1x1 convolution read at that column's landing cell, so that a pattern
+  learnt in one place counts everywhere on the board (the convolution is translation-equivariant);
+- ``features_dim`` dense features over the whole board, for the value and for global plans.
+
+:class:`ConnectXPolicy` (a MaskablePPO policy) adds the column scores to the logits of its
+action layer. The network works for any board size. :func:`numpy_layers` describes it in the
+weights-only format of :mod:`connectx_gym.files`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+import torch
+from sb3_contrib.common.maskable.distributions import MaskableDistribution
+from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
+from torch import nn
+
+__all__ = ["ConnectXCNN", "ConnectXPolicy", "ResidualBlock", "landing_cells", "numpy_layers"]
+
+#: Scale of the column-score layer at initialisation: the first policy is close to uniform.
+COLUMN_INIT_SCALE = 0.01
+
+
+class ResidualBlock(nn.Module):
+    """``x + conv(relu(conv(x)))`` with 3x3 "same" convolutions (the ReLU after the sum is the
+    caller's)."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.conv1 = nn.Conv2d(channels, channels, 3, padding=1)
+        self.conv2 = nn.Conv2d(channels, channels, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """The block's output, before the final ReLU."""
+        return x + self.conv2(torch.relu(self.conv1(x)))
+
+
+def landing_cells(planes: torch.Tensor) -> torch.Tensor:
+    """``(N, rows, columns)`` 1.0 on the cell each non-full column would receive next."""
+    occupied = planes[:, 0] + planes[:, 1]
+    below = torch.cat([occupied[:, 1:], torch.ones_like(occupied[:, :1])], dim=1)
+    return (1 - occupied) * below
+
+
+class ConnectXCNN(BaseFeaturesExtractor):
+    """Stem conv, ``blocks`` residual blocks of ``channels``; outputs ``columns`` column scores
+    followed by ``features_dim`` dense features (see the module docstring)."""
+
+    def __init__(
+        self,
+        observation_space: gym.spaces.Box,
+        channels: int = 32,
+        blocks: int = 1,
+        features_dim: int = 128,
+    ) -> None:
+        planes, rows, columns = observation_space.shape
+        super().__init__(observation_space, columns + features_dim)
+        self.columns = columns
+        self.stem = nn.Conv2d(planes + 2, channels, 3, padding=1)
+        self.blocks = nn.ModuleList(ResidualBlock(channels) for _ in range(blocks))
+        self.column = nn.Conv2d(channels, 1, 1)
+        self.head = nn.Linear(channels * rows * columns, features_dim)
+
+    def forward(self, observations: torch.Tensor) -> torch.Tensor:
+        """Column scores and dense features of a batch of observations."""
+        x = observations.float()
+        landing = landing_cells(x)
+        x = torch.cat([x, torch.ones_like(x[:, :1]), landing[:, None]], dim=1)
+        x = torch.relu(self.stem(x))
+        for block in self.blocks:
+            x = torch.relu(block(x))
+        column_scores = (self.column(x)[:, 0] * landing).sum(dim=1)
+        dense = torch.relu(self.head(x.flatten(1)))
+        return torch.cat([column_scores, dense], dim=1)
+
+
+class ConnectXPolicy(MaskableActorCriticPolicy):
+    """MaskablePPO's actor-critic with logits = column scores + a linear layer of all features.
+
+    Use it with :class:`ConnectXCNN` and an empty policy network (``net_arch={"pi": [], ...}``), so
+    that the actor's latent is the extractor's output, column scores first.
+    """
+
+    def _build(self, lr_schedule: Any) -> None:
+        super()._build(lr_schedule)
+        with torch.no_grad():
+            self.features_extractor.column.weight.mul_(COLUMN_INIT_SCALE)
+
+    def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> MaskableDistribution:
+        columns = int(self.action_space.n)
+        logits = self.action_net(latent_pi) + latent_pi[:, :columns]
+        return self.action_dist.proba_distribution(action_logits=logits)
+
+
+def _array(tensor: torch.Tensor) -> np.ndarray:
+    return tensor.detach().cpu().numpy().astype(np.float32).copy()
+
+
+def _conv(module: nn.Conv2d, name: str, params: dict[str, np.ndarray]) -> dict[str, Any]:
+    if module.stride != (1, 1) or module.padding != (module.kernel_size[0] // 2,) * 2:
+        raise ValueError(f"cannot export {module!r}: only stride 1, 'same' padding")
+    params[f"{name}.weight"] = _array(module.weight)
+    params[f"{name}.bias"] = _array(module.bias)
+    return {"op": "conv", "weight": f"{name}.weight", "bias": f"{name}.bias"}
+
+
+def _linear(
+    module: nn.Linear, name: str, params: dict[str, np.ndarray], op: str = "linear"
+) -> dict:
+    params[f"{name}.weight"] = _array(module.weight)
+    params[f"{name}.bias"] = _array(module.bias)
+    return {"op": op, "weight": f"{name}.weight", "bias": f"{name}.bias"}
+
+
+def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The weights-only description (layers, arrays) of a :class:`ConnectXPolicy`'s logits."""
+    extractor = policy.pi_features_extractor
+    if not isinstance(policy, ConnectXPolicy) or not isinstance(extractor, ConnectXCNN):
+        raise ValueError("only ConnectXPolicy models export to the weights-only format")
+    if any(isinstance(m, nn.Linear) for m in policy.mlp_extractor.policy_net.modules()):
+        raise ValueError("the policy network must be empty (net_arch pi=[])")
+    params: dict[str, np.ndarray] = {}
+    layers: list[dict[str, Any]] = [{"op": "input_planes"}, _conv(extractor.stem, "stem", params)]
+    layers.append({"op": "relu"})
+    for index, block in enumerate(extractor.blocks):
+        body = [
+            _conv(block.conv1, f"block{index}.conv1", params),
+            {"op": "relu"},
+            _conv(block.conv2, f"block{index}.conv2", params),
+        ]
+        layers += [{"op": "residual", "body": body}, {"op": "relu"}]
+    column_branch = [_conv(extractor.column, "column", params), {"op": "gather_landing"}]
+    dense_branch = [{"op": "flatten"}, _linear(extractor.head, "head", params), {"op": "relu"}]
+    layers.append({"op": "branches", "branches": [column_branch, dense_branch]})
+    layers.append(_linear(policy.action_net, "action", params, op="linear_plus_prefix"))
+    return layers, params

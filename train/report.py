@@ -1,0 +1,112 @@
+"""The end-of-run report: ``report.json``, ``report.md`` and ``learning_curves.png``."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+__all__ = ["markdown_report", "plot_learning_curves", "write_report"]
+
+
+def markdown_report(report: dict[str, Any]) -> str:
+    """The report as markdown: panel table with 95% intervals, run facts, opponent timings."""
+    config = report["config"]
+    lines = [
+        "# connectx train report",
+        "",
+        f"- steps: {report['timesteps']:,} in {report['wall_seconds'] / 60:.1f} min wall "
+        f"({report['steps_per_second']:.0f} steps/s while training; periodic evaluation "
+        f"{report['periodic_eval_seconds']:.0f} s, "
+        f"final panel {report['final_eval_seconds']:.0f} s)",
+        f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; seed "
+        f"{config['seed']}; {config['n_envs']} envs ({config['vec_env']})",
+        f"- curriculum reached stage {report['final_stage']}: "
+        + " -> ".join(
+            f"{'+'.join(h['opponents'])} @ {h['timestep']:,}" for h in report["curriculum"]
+        ),
+    ]
+    if report.get("stopped_by_time_limit"):
+        lines.append(f"- stopped by the time limit (--max-minutes {config['max_minutes']})")
+    lines += [
+        "",
+        f"## Panel ({config['final_games']} games each, seats alternating, deterministic agent)",
+        "",
+        "| opponent | wins | draws | losses | score | 95% CI | illegal |",
+        "|---|---:|---:|---:|---:|---|---:|",
+    ]
+    for spec, r in report["panel"].items():
+        low, high = r["ci95"]
+        lines.append(
+            f"| {spec} | {r['wins']} | {r['draws']} | {r['losses']} | {r['score']:.3f} "
+            f"| {low:.3f}-{high:.3f} | {r['illegal_a']} |"
+        )
+    timing = report["timing"]
+    lines += [
+        "",
+        "## Time inside opponents",
+        "",
+        f"Opponents took {100 * timing['opponent_share_of_wall']:.1f}% of the wall time "
+        f"({timing['opponent_seconds']:.0f} s of the env's {timing['env_seconds']:.0f} s).",
+        "",
+        "| opponent | moves | ms/move | share of wall if every step were against it |",
+        "|---|---:|---:|---:|",
+    ]
+    for label, t in sorted(timing["opponents"].items()):
+        lines.append(
+            f"| {label} | {t['moves']:,} | {t['ms_per_move']:.3f} "
+            f"| {100 * t['projected_share_of_wall']:.1f}% |"
+        )
+    lines.append("")
+    return "\n".join(lines)
+
+
+def plot_learning_curves(report: dict[str, Any], path: Path) -> None:
+    """Panel scores and training win rates against steps, as a PNG (matplotlib, Agg backend)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
+    evaluations = report["evaluations"]
+    for spec in report["panel"]:
+        points = [(e["timestep"], e["scores"][spec]) for e in evaluations if spec in e["scores"]]
+        points.append((report["timesteps"], report["panel"][spec]["score"]))
+        top.plot(*zip(*points, strict=True), marker="o", label=spec)
+    top.set_ylabel("panel score")
+    top.set_ylim(-0.02, 1.02)
+    top.legend(fontsize="small")
+    top.grid(alpha=0.3)
+    curve = report["train_curve"]
+    labels = sorted({k for p in curve for k in p} - {"timestep", "stage"})
+    for label in labels:
+        points = [(p["timestep"], p[label]) for p in curve if label in p]
+        bottom.plot(*zip(*points, strict=True), label=label)
+    for stage in report["curriculum"][1:]:
+        for axis in (top, bottom):
+            axis.axvline(stage["timestep"], color="grey", linestyle=":", linewidth=1)
+    bottom.set_ylabel("training win rate")
+    bottom.set_xlabel("steps")
+    bottom.set_ylim(-0.02, 1.02)
+    if labels:
+        bottom.legend(fontsize="small")
+    bottom.grid(alpha=0.3)
+    figure.tight_layout()
+    temporary = path.with_name(path.stem + ".tmp.png")
+    figure.savefig(temporary, dpi=100)
+    plt.close(figure)
+    os.replace(temporary, path)
+
+
+def write_report(report: dict[str, Any], out: Path) -> None:
+    """Write ``report.json``, ``report.md`` and ``learning_curves.png`` into ``out``."""
+    for name, text in (
+        ("report.json", json.dumps(report, indent=2, default=float)),
+        ("report.md", markdown_report(report)),
+    ):
+        temporary = out / (name + ".tmp")
+        temporary.write_text(text)
+        os.replace(temporary, out / name)
+    plot_learning_curves(report, out / "learning_curves.png")
