@@ -1,0 +1,224 @@
+"""A strong ConnectX agent (``"alphabeta"``): iterative-deepening alpha-beta under a time budget.
+
+Each move searches depth 1, 2, 3, ... with a negamax alpha-beta (:mod:`baselines._alphabeta`):
+a transposition table kept for the whole game, move ordering that settles immediate wins, forced
+blocks and moves handing the opponent a win before searching, and at the horizon the window
+heuristic weighing windows one, two and three discs short of a line. The search reads the clock
+inside the tree and stops at the budget; the move comes from the deepest depth completed.
+
+At the root only the columns strictly worse than the best so far are pruned, so all columns of
+the best score are known and the agent picks among them with the caller's generator.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+import numpy as np
+
+from baselines._dual import backend
+from baselines.heuristic import WindowWeights
+from baselines.lookahead import center_order
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import Policy, choose_best
+
+__all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
+
+#: Horizon evaluation: windows lacking one, two and three discs, for and against the mover.
+ALPHABETA_WEIGHTS = WindowWeights.relative({1: 16, 2: 4, 3: 1}, {1: -16, 2: -4, 3: -1})
+
+_TABLE_SIZE = (1 << 19) + 21  # not a power of two: keys are ``current + mask + 1``
+
+
+class _Tables:
+    """Per-geometry kernels, weights and transposition table."""
+
+    def __init__(self, geometry: Geometry, weights: WindowWeights, table_size: int) -> None:
+        self.kernels = backend("baselines._alphabeta", geometry)
+        self.own, self.other = weights.arrays(geometry.inarow)
+        self.order = center_order(geometry.columns)
+        # Python integers for boards beyond 63 bits, so their keys fit.
+        key_dtype = np.int64 if geometry.fits_int64 else object
+        self.keys = np.zeros(table_size, dtype=key_dtype)
+        self.data = np.zeros((table_size, 4), dtype=np.int64)
+        self.check_every = 256 if geometry.fits_int64 else 8
+        self.warm = False
+
+    def clear(self) -> None:
+        self.keys[:] = 0
+
+
+class AlphaBetaPolicy(Policy):
+    """Iterative-deepening negamax alpha-beta with a transposition table (``"alphabeta"``).
+
+    Args:
+        time_budget: seconds per move (default 1.0, half of Kaggle's 2 s ``actTimeout``). The
+            search checks the clock inside the tree and stops in time; the one-off numba
+            compilation (or cache load) for a new board size happens before the clock starts.
+        max_depth: stop deepening at this many plies (``None``: until the game's end or the
+            budget). With a ``max_depth`` reached well within the budget, play is deterministic
+            given the generator.
+        weights: the horizon evaluation (:data:`ALPHABETA_WEIGHTS` by default).
+    """
+
+    name = "alphabeta"
+
+    def __init__(
+        self,
+        time_budget: float = 1.0,
+        max_depth: int | None = None,
+        weights: WindowWeights | None = None,
+    ) -> None:
+        super().__init__()
+        if not time_budget > 0:
+            raise ValueError(f"time_budget must be > 0 seconds, got {time_budget!r}")
+        if max_depth is not None and (
+            isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
+        ):
+            raise ValueError(f"max_depth must be an integer or None, got {max_depth!r}")
+        if max_depth is not None and max_depth < 1:
+            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
+        self.time_budget = float(time_budget)
+        self.max_depth = None if max_depth is None else int(max_depth)
+        self.weights = weights or ALPHABETA_WEIGHTS
+        self._tables: dict[Geometry, _Tables] = {}
+
+    def reset(self) -> None:
+        """Forget the transposition table (a new game)."""
+        for tables in self._tables.values():
+            tables.clear()
+
+    def _get_tables(self, geometry: Geometry) -> _Tables:
+        tables = self._tables.get(geometry)
+        if tables is None:
+            tables = _Tables(geometry, self.weights, _TABLE_SIZE)
+            self._tables[geometry] = tables
+        if not tables.warm:
+            # Compile (or load) the kernels before any clock starts. The first few clock reads
+            # from compiled code are slow (tens of ms, numba's object mode warming up), so
+            # they happen here too: a depth-2 search reads the clock at its first node.
+            empty = Board(geometry, 0, 0, 0)
+            for _ in range(4):
+                stats = np.zeros(3, dtype=np.int64)
+                self._search_depth(empty, tables, 2, time.perf_counter() + 3600.0, stats)
+            tables.clear()
+            tables.warm = True
+        return tables
+
+    def _search_depth(
+        self,
+        board: Board,
+        tables: _Tables,
+        depth: int,
+        deadline: float,
+        stats: np.ndarray,
+        order: list[int] | None = None,
+    ) -> np.ndarray | None:
+        """Root scores at ``depth`` plies (``None`` if the deadline passed): exact for the
+        columns of the best score, upper bounds below it for the others."""
+        g = board.geometry
+        kernels = tables.kernels
+        win = kernels.WIN
+        scores = np.full(g.columns, np.nan)
+        best = -kernels.INFINITY
+        opponent = board.opponent
+        for column in order if order is not None else tables.order.tolist():
+            if not board.can_play(column):
+                continue
+            move = board.move_bit(column)
+            if g.has_line(board.current | move):
+                value = win - board.moves - 1
+            else:
+                # The child's beta: only columns strictly worse than the best are pruned.
+                value = -kernels.search(
+                    opponent,
+                    board.mask | move,
+                    board.moves + 1,
+                    depth - 1,
+                    -kernels.INFINITY,
+                    1 - best,
+                    deadline,
+                    tables.check_every,
+                    stats,
+                    tables.keys,
+                    tables.data,
+                    tables.own,
+                    tables.other,
+                    tables.order,
+                    g.bottom,
+                    g.board,
+                    g.height,
+                    g.inarow,
+                    g.size,
+                )
+                if stats[1]:
+                    return None
+            scores[column] = value
+            best = max(best, value)
+        return scores
+
+    def scores(self, board: Board) -> np.ndarray:
+        """Scores of the deepest search completed in the budget (NaN for full columns).
+
+        Columns of the best score carry their exact score at the depth reached; the others a
+        score below it (an upper bound of theirs at that depth). A win made with ``s`` stones on
+        the board scores ``1e6 - s``, a loss the negation. ``last_info`` tells the depth reached
+        and why the search stopped (``"time"``, ``"proven"``, ``"end of game"``,
+        ``"max_depth"``).
+        """
+        g = board.geometry
+        if board.is_terminal():
+            return np.full(g.columns, np.nan)
+        tables = self._get_tables(g)
+        start = time.perf_counter()
+        deadline = start + 0.92 * self.time_budget - 0.002
+        stats = np.zeros(3, dtype=np.int64)
+        win = tables.kernels.WIN
+        limit = g.cells - board.moves
+        if self.max_depth is not None:
+            limit = min(limit, self.max_depth)
+        # Depth 1 always completes: it only settles each child, so there is always a move.
+        best_scores = self._search_depth(board, tables, 1, math.inf, stats)
+        assert best_scores is not None
+        reached, stopped = 1, "end of game" if limit == g.cells - board.moves else "max_depth"
+        for depth in range(2, limit + 1):
+            if self._decided(best_scores, win, g):
+                stopped = "proven"
+                break
+            if time.perf_counter() - start > 0.45 * (deadline - start):
+                stopped = "time"  # the next depth would most likely not finish in time
+                break
+            previous = np.nan_to_num(best_scores, nan=-np.inf)
+            # Best columns of the previous depth first; sorted() is stable: centre first on ties.
+            order = sorted(tables.order.tolist(), key=lambda c: -previous[c])
+            scores = self._search_depth(board, tables, depth, deadline, stats, order)
+            if scores is None:
+                stopped = "time"
+                break
+            best_scores, reached = scores, depth
+        self.last_info = {
+            "depth": reached,
+            "stopped": stopped,
+            "nodes": int(stats[0]),
+            "seconds": time.perf_counter() - start,
+        }
+        return best_scores
+
+    @staticmethod
+    def _decided(scores: np.ndarray, win: int, geometry: Geometry) -> bool:
+        """True when the best column is a proven win, or every column a proven loss."""
+        legal = scores[~np.isnan(scores)]
+        return bool(legal.max() >= win - geometry.cells or legal.max() <= geometry.cells - win)
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        if board.is_terminal():
+            raise ValueError(f"the game is over on {board!r}: there is no move to choose")
+        scores = self.scores(board)
+        column = choose_best(scores, rng)
+        self.last_info["score"] = float(scores[column])
+        return column
+
+    def __repr__(self) -> str:
+        depth = "" if self.max_depth is None else f", max_depth={self.max_depth}"
+        return f"AlphaBetaPolicy(time_budget={self.time_budget}{depth})"

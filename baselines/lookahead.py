@@ -1,0 +1,168 @@
+"""The lookahead agents of Kaggle's "Intro to Game AI" tutorials, exact and fast.
+
+* :class:`OneStepPolicy` (``"onestep"``) drops a disc in each column and scores the result with
+  the window heuristic (own-``inarow`` 1e6, own-(``inarow`` - 1) 1, opponent-(``inarow`` - 1)
+  -100).
+* :class:`MinimaxPolicy` (``"minimax"``, ``depth=3``) is the N-step lookahead: ``depth`` plies
+  (the agent's move, the opponent's reply, ...), the agent maximising and the opponent minimising;
+  a node is a leaf at the depth limit or when the game is over, scored by the window heuristic
+  with opponent-``inarow`` -1e4 added, from the agent's point of view.
+
+Both play a column of maximal score with ties broken by the caller's generator, exactly as the
+tutorials' code does, and accept custom :class:`~baselines.heuristic.WindowWeights`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines._dual import backend
+from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import Policy, choose_best
+
+__all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
+
+
+def center_order(columns: int) -> np.ndarray:
+    """Columns from the centre outwards (left first on ties): a good alpha-beta move order."""
+    center = (columns - 1) / 2
+    return np.array(sorted(range(columns), key=lambda c: (abs(c - center), c)), dtype=np.int64)
+
+
+class _GeometryCache:
+    """Per-geometry kernel module and arguments, built on first use."""
+
+    def __init__(self, weights: WindowWeights) -> None:
+        self.weights = weights
+        self._entries: dict[Geometry, tuple] = {}
+
+    def get(self, geometry: Geometry) -> tuple:
+        entry = self._entries.get(geometry)
+        if entry is None:
+            own, other = self.weights.arrays(geometry.inarow)
+            entry = (
+                backend("baselines._minimax", geometry),
+                own,
+                other,
+                center_order(geometry.columns),
+            )
+            self._entries[geometry] = entry
+        return entry
+
+
+def _require_playable(board: Board) -> None:
+    if board.is_terminal():
+        raise ValueError(f"the game is over on {board!r}: there is no move to choose")
+
+
+class OneStepPolicy(Policy):
+    """The tutorials' One-Step Lookahead agent (``"onestep"``).
+
+    Args:
+        weights: window weights; the tutorial's by default (:data:`ONESTEP_WEIGHTS`).
+    """
+
+    name = "onestep"
+
+    def __init__(self, weights: WindowWeights | None = None) -> None:
+        super().__init__()
+        self.weights = weights or ONESTEP_WEIGHTS
+        self._cache = _GeometryCache(self.weights)
+
+    def scores(self, board: Board) -> np.ndarray:
+        """The heuristic after each column (NaN for full columns; all NaN once the game is over)."""
+        g = board.geometry
+        out = np.full(g.columns, np.nan)
+        if board.is_terminal():
+            return out
+        kernels, own, other, _ = self._cache.get(g)
+        kernels.onestep_scores(
+            board.current,
+            board.mask,
+            own,
+            other,
+            g.bottom,
+            g.board,
+            g.height,
+            g.inarow,
+            g.size,
+            g.columns,
+            out,
+        )
+        return out
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        _require_playable(board)
+        scores = self.scores(board)
+        self.last_info = {"scores": scores}
+        return choose_best(scores, rng)
+
+    def __repr__(self) -> str:
+        if self.weights is ONESTEP_WEIGHTS:
+            return "OneStepPolicy()"
+        return f"OneStepPolicy({self.weights!r})"
+
+
+class MinimaxPolicy(Policy):
+    """The tutorials' N-Step Lookahead (minimax) agent (``"minimax"``).
+
+    Args:
+        depth: plies searched, >= 1 (3: the agent's move, the reply, the agent's next move).
+        weights: window weights of the leaves; the tutorial's by default (:data:`MINIMAX_WEIGHTS`).
+    """
+
+    name = "minimax"
+
+    def __init__(self, depth: int = 3, weights: WindowWeights | None = None) -> None:
+        super().__init__()
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+        self.depth = int(depth)
+        self.weights = weights or MINIMAX_WEIGHTS
+        self._cache = _GeometryCache(self.weights)
+
+    def _search(self, board: Board, exact: bool) -> np.ndarray:
+        g = board.geometry
+        out = np.full(g.columns, np.nan)
+        if board.is_terminal():
+            return out
+        kernels, own, other, order = self._cache.get(g)
+        kernels.minimax_root(
+            board.current,
+            board.mask,
+            self.depth,
+            exact,
+            own,
+            other,
+            order,
+            g.bottom,
+            g.board,
+            g.height,
+            g.inarow,
+            g.size,
+            out,
+        )
+        return out
+
+    def scores(self, board: Board) -> np.ndarray:
+        """Exact minimax score of every column (NaN for full columns)."""
+        return self._search(board, exact=True)
+
+    def best_columns(self, board: Board) -> tuple[list[int], float]:
+        """The columns of maximal minimax score and that score (a search that prunes only the
+        columns strictly worse than the best; what :meth:`act` chooses from)."""
+        _require_playable(board)
+        scores = self._search(board, exact=False)
+        best = float(np.nanmax(scores))
+        return [int(c) for c in np.flatnonzero(scores == best)], best
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        _require_playable(board)
+        scores = self._search(board, exact=False)
+        column = choose_best(scores, rng)
+        self.last_info = {"score": float(scores[column]), "depth": self.depth}
+        return column
+
+    def __repr__(self) -> str:
+        return f"MinimaxPolicy(depth={self.depth})"

@@ -1,0 +1,65 @@
+"""The negamax agent of the Kaggle ConnectX notes (``"negamax"``), exact and fast.
+
+For the side to move, ``value(position, d)`` is 0 when ``d == 0``, 1 when it has a move that wins
+at once, else the maximum over its moves of ``-value(child, d - 1)`` (0 on a full board). Column
+``c`` scores 1 if it wins at once, else ``-value(child_c, depth - 1)``; the agent plays a column
+of maximal score, ties broken by the caller's generator. The scores are 1 (a forced win within
+the horizon), -1 (a forced loss) or 0.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from baselines._dual import backend
+from baselines.lookahead import center_order
+from connectx_gym.bitboard import Board
+from connectx_gym.policy import Policy, choose_best
+
+__all__ = ["NegamaxPolicy"]
+
+
+class NegamaxPolicy(Policy):
+    """The ConnectX notes' depth-limited negamax (``"negamax"``).
+
+    Args:
+        depth: plies looked ahead, >= 1 (4 by default).
+    """
+
+    name = "negamax"
+
+    def __init__(self, depth: int = 4) -> None:
+        super().__init__()
+        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
+            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
+        self.depth = int(depth)
+
+    def scores(self, board: Board) -> np.ndarray:
+        """Per-column scores in {-1, 0, 1} (NaN for full columns; all NaN once the game is over)."""
+        g = board.geometry
+        out = np.full(g.columns, np.nan)
+        if board.is_terminal():
+            return out
+        backend("baselines._negamax", g).negamax_scores(
+            board.current,
+            board.mask,
+            self.depth,
+            center_order(g.columns),
+            g.bottom,
+            g.board,
+            g.height,
+            g.inarow,
+            g.size,
+            out,
+        )
+        return out
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        if board.is_terminal():
+            raise ValueError(f"the game is over on {board!r}: there is no move to choose")
+        scores = self.scores(board)
+        self.last_info = {"scores": scores, "depth": self.depth}
+        return choose_best(scores, rng)
+
+    def __repr__(self) -> str:
+        return f"NegamaxPolicy(depth={self.depth})"
