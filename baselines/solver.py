@@ -1,0 +1,513 @@
+"""An exact ConnectX solver, a perfect-play policy and the "move accuracy" of any policy.
+
+Scores follow Pascal Pons' Connect Four benchmark: 0 for a draw; when the side to move wins, a
+positive score that is larger the sooner it wins, negative when it loses. With ``cells`` cells on
+the board and ``moves`` stones already played, a win with the mover's very next stone scores
+``(cells + 1 - moves) // 2``, and each two plies later one less; on 6x7 that is 22 minus the
+number of the winner's stones at the win. A loss scores the negative of the winner's score.
+
+The search is Pons' (bitboards, negamax with alpha-beta on null windows narrowed by binary search, a
+transposition table, centre-first and threat-count move ordering, only moves that do not lose at
+once, immediate wins seen first), in :mod:`baselines._solver_kernels`: numba-compiled when the
+board fits in 63 bits, plain Python on larger boards. Typical use::
+
+    from connectx_gym import Board, Geometry
+    from baselines.solver import move_scores, solve
+
+    moves = [4, 4, 4, 3, 1, 1, 3, 2, 2, 2, 1, 2, 3, 4, 0, 0, 6, 5, 3, 3, 0, 4, 0, 0, 4]
+    board = Board.from_moves(Geometry(6, 7, 4), moves)
+    solve(board)              # 4: the side to move wins, with its 18th stone (22 - 4)
+    move_scores(board)        # [-8, -8, -8, -8, nan, 4, -8]: column 5 wins, column 4 is full
+    solve(Board.empty(), time_limit=1.0)  # raises SearchLimitError: too hard for a second
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from baselines._dual import backend
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import Policy
+from connectx_gym.registry import make_policy
+
+__all__ = [
+    "AccuracyResult",
+    "PonsPosition",
+    "SearchLimitError",
+    "Solver",
+    "SolverPolicy",
+    "best_moves",
+    "get_solver",
+    "load_pons",
+    "move_accuracy",
+    "move_scores",
+    "positions_from_games",
+    "solve",
+]
+
+_KERNELS = "baselines._solver_kernels"
+#: Nodes per second assumed before a solver has timed itself (kept low: a too-high guess overruns).
+_INITIAL_RATE = {True: 300_000.0, False: 5_000.0}
+
+
+class SearchLimitError(TimeoutError):
+    """The solver hit its node or time limit before proving the score."""
+
+
+def _next_prime(n: int) -> int:
+    candidate = max(n, 2)
+    while any(candidate % d == 0 for d in range(2, math.isqrt(candidate) + 1)):
+        candidate += 1
+    return candidate
+
+
+def _column_order(columns: int) -> np.ndarray:
+    """Columns from the centre outwards (left of centre first on ties), as Pons orders them."""
+    centre = (columns - 1) / 2
+    return np.array(sorted(range(columns), key=lambda c: (abs(c - centre), c)), dtype=np.int64)
+
+
+class _Limits:
+    """Node and wall-clock budgets shared by the kernel calls of one request."""
+
+    def __init__(self, node_limit: int | None, time_limit: float | None) -> None:
+        self.nodes_left = node_limit
+        self.deadline = None if time_limit is None else time.perf_counter() + time_limit
+
+    def next_budget(self, rate: float) -> int:
+        budget = 1 << 62
+        if self.nodes_left is not None:
+            budget = self.nodes_left
+        if self.deadline is not None:
+            remaining = self.deadline - time.perf_counter()
+            budget = min(budget, int(max(remaining, 0.0) * rate))
+        if budget <= 0:
+            raise SearchLimitError("the solver's limit was reached")
+        floor = max(int(rate * 1e-3), 1)  # about a millisecond of search at least
+        if self.nodes_left is not None:
+            floor = min(floor, self.nodes_left)
+        return max(budget, floor)
+
+    def spend(self, nodes: int) -> None:
+        if self.nodes_left is not None:
+            self.nodes_left -= nodes
+
+    def exhausted(self) -> bool:
+        if self.nodes_left is not None and self.nodes_left <= 0:
+            return True
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+
+class Solver:
+    """Exact solver for one board geometry, keeping its transposition table between calls.
+
+    ``table_bits`` sets the table to the first prime above ``2 ** table_bits`` entries (16 bytes
+    each); by default it grows with the board, up to about 8 million entries (2 ** 20 on boards
+    that take the plain-Python backend). The table holds exact bounds, so it stays valid across
+    positions and games. Not thread-safe.
+    """
+
+    def __init__(self, geometry: Geometry, table_bits: int | None = None) -> None:
+        g = geometry
+        self.geometry = g
+        self.nodes = 0
+        self._kernels = backend(_KERNELS, g)
+        self._geo = (g.height, g.size, g.inarow, g.bottom, g.board, g.cells, g.columns)
+        self._lines_possible = g.inarow <= max(g.rows, g.columns)
+        if table_bits is None:
+            table_bits = min(max(g.cells + 2, 12), 23 if g.fits_int64 else 20)
+        entries = _next_prime((1 << table_bits) + 1)
+        # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
+        self._table = np.zeros((entries, 2), dtype=np.int64 if g.fits_int64 else object)
+        self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
+        self._stats = np.zeros(3 + g.columns, dtype=np.int64)
+        self._stats[3:] = _column_order(g.columns)
+        self._rate = _INITIAL_RATE[g.fits_int64]
+        self._timed_nodes = 0
+        self._timed_seconds = 0.0
+        # Compile (or load the compiled kernels) now, not inside the first timed request: a
+        # search with a node limit of 0 stops at once.
+        self._kernels.solve_position(
+            0, 0, 0, -1, 1, self._geo, self._table, self._scratch, self._stats
+        )
+
+    def reset(self) -> None:
+        """Empty the transposition table (writing all of it, so later searches find its memory
+        mapped: benchmarks call this before timing)."""
+        self._table[:] = 0
+
+    # -- requests -----------------------------------------------------------------------------
+    def solve(
+        self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
+    ) -> int:
+        """The exact score of ``board`` for the player to move (0 on a full board).
+
+        Raises :class:`SearchLimitError` when the score is not proven within ``node_limit``
+        nodes or ``time_limit`` seconds, and ``ValueError`` when a player already has a line.
+        """
+        self._check(board)
+        return self._search(
+            board.current, board.mask, board.moves, -board.geometry.cells, board.geometry.cells,
+            _Limits(node_limit, time_limit),
+        )  # fmt: skip
+
+    def move_scores(
+        self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
+    ) -> np.ndarray:
+        """Exact score of each column for the player to move (float, NaN for illegal columns).
+
+        The score of a column is the score of the position for the mover after playing it. Limits
+        apply to the whole request, as in :meth:`solve`.
+        """
+        self._check(board)
+        limits = _Limits(node_limit, time_limit)
+        g = board.geometry
+        scores = np.full(g.columns, np.nan)
+        if board.is_full():
+            return scores
+        win_now = (g.cells + 1 - board.moves) // 2
+        for column in board.legal_moves():
+            if board.is_winning_move(column):
+                scores[column] = win_now
+                continue
+            child = board.play(column)
+            scores[column] = -self._search(
+                child.current, child.mask, child.moves, -g.cells, g.cells, limits
+            )
+        return scores
+
+    def best_moves(
+        self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
+    ) -> tuple[int, list[int]]:
+        """The exact score of ``board`` and every column that keeps it, in increasing order.
+
+        Cheaper than :meth:`move_scores`: after solving the position, each column is only
+        tested against the best score with one null window.
+        """
+        limits = _Limits(node_limit, time_limit)
+        self._check(board)
+        if board.is_full():
+            raise ValueError("the board is full: there is no move to play")
+        g = board.geometry
+        best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        return best, [c for c in board.legal_moves() if self._keeps(board, c, best, limits)]
+
+    def keeps_best(
+        self,
+        board: Board,
+        column: int,
+        best: int | None = None,
+        *,
+        node_limit: int | None = None,
+        time_limit: float | None = None,
+    ) -> bool:
+        """True when playing ``column`` keeps the best exact score ``best`` of ``board``
+        (solved first when not given)."""
+        limits = _Limits(node_limit, time_limit)
+        self._check(board)
+        if not board.can_play(column) or board.is_full():
+            raise ValueError(f"column {column} is not a legal move on this board")
+        g = board.geometry
+        if best is None:
+            best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        return self._keeps(board, column, best, limits)
+
+    # -- internals ----------------------------------------------------------------------------
+    def _check(self, board: Board) -> None:
+        if board.geometry != self.geometry:
+            raise ValueError(f"this solver is for {self.geometry}, not {board.geometry}")
+
+    def _keeps(self, board: Board, column: int, best: int, limits: _Limits) -> bool:
+        if board.is_winning_move(column):
+            return best == (board.geometry.cells + 1 - board.moves) // 2
+        child = board.play(column)
+        value = self._search(child.current, child.mask, child.moves, -best, 1 - best, limits)
+        return value <= -best
+
+    def _search(
+        self, current: int, mask: int, moves: int, lower: int, upper: int, limits: _Limits
+    ) -> int:
+        if not self._lines_possible:
+            return 0
+        stats = self._stats
+        while True:
+            stats[0] = 0
+            stats[1] = limits.next_budget(self._rate)
+            stats[2] = 0
+            start = time.perf_counter()
+            result = self._kernels.solve_position(
+                current, mask, moves, lower, upper, self._geo, self._table, self._scratch, stats
+            )
+            elapsed = time.perf_counter() - start
+            nodes = int(stats[0])
+            self.nodes += nodes
+            limits.spend(nodes)
+            self._update_rate(nodes, elapsed)
+            if not stats[2]:
+                break
+            if limits.exhausted():
+                raise SearchLimitError(f"no proof within the solver's limits ({nodes} nodes)")
+        if result == self._kernels.GAME_OVER:
+            raise ValueError("a player already has a line: the game is over")
+        return int(result)
+
+    def _update_rate(self, nodes: int, elapsed: float) -> None:
+        if elapsed < 1e-3:
+            return
+        self._timed_nodes += nodes
+        self._timed_seconds += elapsed
+        self._rate = max(self._timed_nodes / self._timed_seconds, 1.0)
+
+
+_solvers: dict[Geometry, Solver] = {}
+
+
+def get_solver(geometry: Geometry) -> Solver:
+    """The shared :class:`Solver` of ``geometry`` (made on first use; keeps its table)."""
+    solver = _solvers.get(geometry)
+    if solver is None:
+        solver = _solvers[geometry] = Solver(geometry)
+    return solver
+
+
+def solve(board: Board, *, node_limit: int | None = None, time_limit: float | None = None) -> int:
+    """The exact Pons score of ``board`` for the player to move; see :meth:`Solver.solve`."""
+    return get_solver(board.geometry).solve(board, node_limit=node_limit, time_limit=time_limit)
+
+
+def move_scores(
+    board: Board, *, node_limit: int | None = None, time_limit: float | None = None
+) -> np.ndarray:
+    """Exact score of each column (NaN where illegal); see :meth:`Solver.move_scores`."""
+    solver = get_solver(board.geometry)
+    return solver.move_scores(board, node_limit=node_limit, time_limit=time_limit)
+
+
+def best_moves(
+    board: Board, *, node_limit: int | None = None, time_limit: float | None = None
+) -> tuple[int, list[int]]:
+    """The exact score and the columns that keep it; see :meth:`Solver.best_moves`."""
+    solver = get_solver(board.geometry)
+    return solver.best_moves(board, node_limit=node_limit, time_limit=time_limit)
+
+
+class SolverPolicy(Policy):
+    """Perfect play whenever the position is solved in time, else the ``alphabeta`` move.
+
+    Each move first tries to prove the best columns within ``solve_share`` of ``time_budget``
+    seconds, and plays one of them (ties broken by the rng); otherwise it plays what ``fallback``
+    (a policy spec taking ``time_budget``, and ``max_depth`` when ``fallback_depth`` is given)
+    chooses with the rest of the budget. ``node_limit`` also bounds each proof attempt.
+    ``last_info`` tells which: ``{"proven": True, "score": s, "best_moves": [...]}`` or
+    ``{"proven": False, "fallback": {...}}``.
+    The first move on a new board size also compiles or loads the search kernels.
+    """
+
+    name = "solver"
+
+    def __init__(
+        self,
+        time_budget: float = 1.0,
+        solve_share: float = 0.5,
+        node_limit: int | None = None,
+        fallback: str = "alphabeta",
+        fallback_depth: int | None = None,
+    ) -> None:
+        super().__init__()
+        if time_budget <= 0:
+            raise ValueError(f"time_budget must be positive, got {time_budget}")
+        if not 0 < solve_share <= 1:
+            raise ValueError(f"solve_share must be in (0, 1], got {solve_share}")
+        self.time_budget = float(time_budget)
+        self.solve_share = float(solve_share)
+        self.node_limit = node_limit
+        self.fallback_spec = fallback
+        self.fallback_depth = fallback_depth
+        self._fallback: Policy | None = None
+
+    @property
+    def fallback(self) -> Policy:
+        """The policy that moves when the solver cannot prove a move in time (made lazily)."""
+        if self._fallback is None:
+            budget = max(self.time_budget * (1.0 - self.solve_share), 0.05 * self.time_budget)
+            options: dict[str, object] = {"time_budget": budget}
+            if self.fallback_depth is not None:
+                options["max_depth"] = self.fallback_depth
+            self._fallback = make_policy(self.fallback_spec, **options)
+        return self._fallback
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        solver = get_solver(board.geometry)
+        try:
+            best, columns = solver.best_moves(
+                board, node_limit=self.node_limit, time_limit=self.time_budget * self.solve_share
+            )
+        except SearchLimitError:
+            column = int(self.fallback.act(board, rng))
+            self.last_info = {"proven": False, "fallback": dict(self.fallback.last_info)}
+            return column
+        self.last_info = {"proven": True, "score": best, "best_moves": list(columns)}
+        return columns[0] if len(columns) == 1 else columns[int(rng.integers(len(columns)))]
+
+    def scores(self, board: Board) -> np.ndarray:
+        """Exact move scores when solved within the budget, else the fallback's scores."""
+        solver = get_solver(board.geometry)
+        try:
+            scores = solver.move_scores(
+                board, node_limit=self.node_limit, time_limit=self.time_budget * self.solve_share
+            )
+        except SearchLimitError:
+            self.last_info = {"proven": False}
+            return self.fallback.scores(board)
+        self.last_info = {"proven": True}
+        return scores
+
+    def reset(self) -> None:
+        if self._fallback is not None:
+            self._fallback.reset()
+
+    def __repr__(self) -> str:
+        return f"SolverPolicy(time_budget={self.time_budget}, solve_share={self.solve_share})"
+
+
+# -- Pons' benchmark positions ----------------------------------------------------------------
+@dataclass(frozen=True)
+class PonsPosition:
+    """A line of Pascal Pons' benchmark files: moves (1-indexed columns), the board, its score."""
+
+    moves: str
+    board: Board
+    score: int
+
+
+def load_pons(path: str | Path, limit: int | None = None) -> list[PonsPosition]:
+    """Positions of a Pons benchmark file (lines ``"<1-indexed columns> <score>"``, 6x7 board)."""
+    geometry = Geometry(6, 7, 4)
+    positions = []
+    with open(path, encoding="ascii") as lines:
+        for number, line in enumerate(lines, 1):
+            if limit is not None and len(positions) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                moves, score = line.split()
+                board = Board.from_moves(geometry, [int(c) - 1 for c in moves])
+                positions.append(PonsPosition(moves, board, int(score)))
+            except ValueError as error:
+                raise ValueError(f"{path}:{number}: not a Pons position: {line!r}") from error
+    return positions
+
+
+# -- move accuracy ----------------------------------------------------------------------------
+@dataclass(frozen=True)
+class AccuracyResult:
+    """How many of a policy's moves kept the best exact score.
+
+    ``positions`` were judged (``correct`` of them kept the best score); ``unsolved`` were left
+    out because the solver hit its limit. ``low`` and ``high`` bound the accuracy at 95%
+    confidence (Wilson score interval).
+    """
+
+    positions: int
+    correct: int
+    unsolved: int
+    low: float
+    high: float
+
+    @property
+    def accuracy(self) -> float:
+        """Share of judged moves that kept the best score (NaN when none was judged)."""
+        return self.correct / self.positions if self.positions else math.nan
+
+    def __str__(self) -> str:
+        return (
+            f"{self.accuracy:.1%} of {self.positions} moves keep the best score "
+            f"(95% CI {self.low:.1%}-{self.high:.1%}; {self.unsolved} unsolved)"
+        )
+
+
+def _wilson(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
+    if trials == 0:
+        return 0.0, 1.0
+    share = successes / trials
+    denominator = 1 + z * z / trials
+    centre = (share + z * z / (2 * trials)) / denominator
+    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def move_accuracy(
+    policy: str | Policy,
+    positions: Iterable[Board | PonsPosition],
+    *,
+    seed: int | None = 0,
+    rng: np.random.Generator | None = None,
+    node_limit: int | None = None,
+    time_limit: float | None = None,
+) -> AccuracyResult:
+    """The share of ``policy``'s moves that keep the best exact score on ``positions``.
+
+    ``positions`` are boards (terminal ones are skipped) or :class:`PonsPosition` (whose known
+    score spares a solve). The policy is reset before each position and draws from ``rng``
+    (default ``numpy.random.default_rng(seed)``). A position the solver cannot settle within
+    ``node_limit`` / ``time_limit`` (per position) counts as unsolved and is left out.
+    """
+    policy = make_policy(policy)
+    rng = np.random.default_rng(seed) if rng is None else rng
+    judged = correct = unsolved = 0
+    for item in positions:
+        board, known = (item.board, item.score) if isinstance(item, PonsPosition) else (item, None)
+        if board.is_terminal():
+            continue
+        policy.reset()
+        column = int(policy.act(board, rng))
+        try:
+            kept = get_solver(board.geometry).keeps_best(
+                board, column, known, node_limit=node_limit, time_limit=time_limit
+            )
+        except SearchLimitError:
+            unsolved += 1
+            continue
+        judged += 1
+        correct += kept
+    low, high = _wilson(correct, judged)
+    return AccuracyResult(judged, correct, unsolved, low, high)
+
+
+def positions_from_games(
+    policy: str | Policy,
+    games: int,
+    *,
+    geometry: Geometry | None = None,
+    opponent: str | Policy = "random",
+    seed: int | None = 0,
+    openings: Sequence[Sequence[int]] = (),
+) -> list[Board]:
+    """The positions where ``policy`` was to move in ``games`` games against ``opponent``.
+
+    Seats alternate (the policy moves first in even-numbered games). ``openings``, if given, are
+    move sequences played before the policies take over, cycled over the games.
+    """
+    geometry = geometry or Geometry()
+    policy, opponent = make_policy(policy), make_policy(opponent)
+    rng = np.random.default_rng(seed)
+    positions: list[Board] = []
+    for game in range(games):
+        board = Board.from_moves(geometry, openings[game % len(openings)] if openings else ())
+        policy.reset()
+        opponent.reset()
+        ours = (board.moves + game) % 2
+        while not board.is_terminal():
+            if board.moves % 2 == ours:
+                positions.append(board)
+                board = board.play(int(policy.act(board, rng)))
+            else:
+                board = board.play(int(opponent.act(board, rng)))
+    return positions
