@@ -22,8 +22,8 @@ import time
 import numpy as np
 from numba import objmode
 
-from baselines.heuristic import popcount, window_score
-from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
+from baselines.heuristic import window_score
+from connectx_gym.bitboard import column_mask, popcount, possible_moves, winning_cells
 
 #: Score of a win made with no stone on the board; real wins score ``WIN - stones``.
 WIN = 1_000_000

@@ -21,19 +21,10 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 
 from __future__ import annotations
 
-from connectx_gym.bitboard import has_line, winning_cells
+from connectx_gym.bitboard import has_line, popcount, winning_cells
 
 #: Returned by :func:`solve_position` for a position in which a player already has a line.
 GAME_OVER = 1 << 30
-
-
-def popcount(bits: int) -> int:
-    """Number of set bits (few in practice: a count of threats)."""
-    count = 0
-    while bits:
-        bits &= bits - 1
-        count += 1
-    return count
 
 
 def non_losing_moves(mask: int, opponent_wins: int, geo: tuple) -> int:

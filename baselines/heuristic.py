@@ -21,23 +21,15 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from connectx_gym.bitboard import popcount
+
 __all__ = [
     "MINIMAX_WEIGHTS",
     "ONESTEP_WEIGHTS",
     "WindowWeights",
     "count_windows",
-    "popcount",
     "window_score",
 ]
-
-
-def popcount(bits: int) -> int:
-    """Number of set bits of a non-negative integer."""
-    count = 0
-    while bits:
-        bits &= bits - 1
-        count += 1
-    return count
 
 
 def _window_starts(cells: int, step: int, inarow: int, size: int) -> int:

@@ -34,6 +34,7 @@ __all__ = [
     "Geometry",
     "column_mask",
     "has_line",
+    "popcount",
     "possible_moves",
     "winning_cells",
 ]
@@ -383,6 +384,15 @@ class Board(NamedTuple):
         rows = [" ".join(symbols[int(v)] for v in row) for row in self.to_array()]
         rows.append(" ".join(str(c % 10) for c in range(self.geometry.columns)))
         return "\n".join(rows)
+
+
+def popcount(bits: int) -> int:
+    """Number of set bits of a non-negative integer."""
+    count = 0
+    while bits:
+        bits &= bits - 1
+        count += 1
+    return count
 
 
 def possible_moves(mask: int, bottom: int, board: int) -> int:

@@ -16,9 +16,9 @@ from baselines.heuristic import (
     ONESTEP_WEIGHTS,
     WindowWeights,
     count_windows,
-    popcount,
 )
 from connectx_gym import Board, Geometry
+from connectx_gym.bitboard import popcount
 
 # Plus lines of 16 and more (counted by the sorting network instead of the 4-bit counters), one
 # of them beyond 63 bits.
