@@ -33,6 +33,7 @@ import numpy as np
 
 from baselines._dual import backend
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.match import wilson_interval
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 
@@ -433,16 +434,6 @@ class AccuracyResult:
         )
 
 
-def _wilson(successes: int, trials: int, z: float = 1.959964) -> tuple[float, float]:
-    if trials == 0:
-        return 0.0, 1.0
-    share = successes / trials
-    denominator = 1 + z * z / trials
-    centre = (share + z * z / (2 * trials)) / denominator
-    half = z * math.sqrt(share * (1 - share) / trials + z * z / (4 * trials * trials)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def move_accuracy(
     policy: str | Policy,
     positions: Iterable[Board | PonsPosition],
@@ -477,7 +468,7 @@ def move_accuracy(
             continue
         judged += 1
         correct += kept
-    low, high = _wilson(correct, judged)
+    low, high = wilson_interval(correct / judged if judged else 0.0, judged)
     return AccuracyResult(judged, correct, unsolved, low, high)
 
 
