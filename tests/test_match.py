@@ -4,35 +4,12 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from scripted_policies import Column, Illegal
 
-from connectx_gym import Board, Policy
 from connectx_gym.match import play_match, wilson_interval
-
-
-class Column(Policy):
-    """Always plays one column (the next legal one to its right when it is full)."""
-
-    def __init__(self, column: int) -> None:
-        super().__init__()
-        self.column = column
-        self.name = f"column{column}"
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        legal = board.legal_moves()
-        return min(legal, key=lambda c: (c - self.column) % board.geometry.columns)
-
-
-class Illegal(Policy):
-    """Answers a column that is off the board."""
-
-    name = "illegal"
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        return 99
 
 
 def wilson_reference(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:

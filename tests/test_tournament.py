@@ -10,31 +10,9 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from scripted_policies import Column, Illegal
 
-from connectx_gym import Board, Policy
 from connectx_gym.tournament import bradley_terry_elo, run_tournament
-
-
-class Column(Policy):
-    """Stacks one column (then the next legal one)."""
-
-    def __init__(self, column: int) -> None:
-        super().__init__()
-        self.column = column
-        self.name = f"column{column}"
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        legal = board.legal_moves()
-        return min(legal, key=lambda c: (c - self.column) % board.geometry.columns)
-
-
-class Illegal(Policy):
-    """Always answers an off-board column."""
-
-    name = "illegal"
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        return -1
 
 
 def test_two_players_closed_form() -> None:
