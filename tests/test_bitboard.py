@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from connectx_gym import Board, Geometry, Struct, has_line, winning_cells
+from connectx_gym._jit import jit
 from connectx_gym.bitboard import possible_moves
 
 # Board sizes that must work: the usual one, 1 row, 1 column, inarow 1, inarow larger than the
@@ -466,3 +467,32 @@ def test_pons_positions_agree_with_immediate_wins(pons_positions, name: str) -> 
         immediate = any(board.is_winning_move(c) for c in board.legal_moves())
         assert immediate == (score == 21 - board.moves // 2), moves
         assert Board.from_kaggle(board.to_kaggle(), geometry, board.mark) == board
+
+
+@pytest.mark.parametrize(
+    "size",
+    [(6, 7, 4), (20, 3, 4), (21, 2, 4), (5, 10, 4), (4, 5, 3), (1, 31, 5), (7, 7, 6), (8, 7, 1)],
+)
+@settings(max_examples=60, deadline=None)
+@given(data=st.data())
+def test_compiled_rules_agree_with_python(size: tuple[int, int, int], data: st.DataObject) -> None:
+    """The numba-compiled rules (int64, boards up to 63 bits) equal the Python ones, including
+    winning_cells' unrolled inarow-4 branch (taken up to 20 rows) and its general loop."""
+    geometry = Geometry(*size)
+    assert geometry.fits_int64
+    stones = data.draw(st.integers(0, 2**geometry.cells - 1))
+    empty = data.draw(st.integers(0, 2**geometry.cells - 1)) & ~stones
+    g = geometry
+
+    def pack(number: int) -> int:
+        return g.pack(
+            np.array([number >> i & 1 for i in range(g.cells)]).reshape(g.rows, g.columns)
+        )
+
+    bits, empty_bits = pack(stones), pack(empty)
+    assert jit(has_line)(bits, g.height, g.inarow, g.size) == has_line(
+        bits, g.height, g.inarow, g.size
+    )
+    assert jit(winning_cells)(bits, empty_bits, g.height, g.inarow, g.size) == winning_cells(
+        bits, empty_bits, g.height, g.inarow, g.size
+    )
