@@ -125,7 +125,8 @@ class Solver:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_int64 else 20)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
-        self._table = np.zeros((entries, 2), dtype=np.int64 if g.fits_int64 else object)
+        # np.full writes every page now; np.zeros would leave the page faults to the first solves.
+        self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_int64 else object)
         self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
         self._stats = np.zeros(3 + g.columns, dtype=np.int64)
         self._stats[3:] = _column_order(g.columns)
