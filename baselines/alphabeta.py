@@ -21,7 +21,7 @@ from baselines._dual import backend
 from baselines.heuristic import WindowWeights
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best
+from connectx_gym.policy import Policy, choose_best, require_playable
 
 __all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
 
@@ -212,8 +212,7 @@ class AlphaBetaPolicy(Policy):
         return bool(legal.max() >= win - geometry.cells or legal.max() <= geometry.cells - win)
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        if board.is_terminal():
-            raise ValueError(f"the game is over on {board!r}: there is no move to choose")
+        require_playable(board)
         scores = self.scores(board)
         column = choose_best(scores, rng)
         self.last_info["score"] = float(scores[column])

@@ -19,7 +19,7 @@ import numpy as np
 from baselines._dual import backend
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best
+from connectx_gym.policy import Policy, choose_best, require_playable
 
 __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
 
@@ -49,11 +49,6 @@ class _GeometryCache:
             )
             self._entries[geometry] = entry
         return entry
-
-
-def _require_playable(board: Board) -> None:
-    if board.is_terminal():
-        raise ValueError(f"the game is over on {board!r}: there is no move to choose")
 
 
 class OneStepPolicy(Policy):
@@ -93,7 +88,7 @@ class OneStepPolicy(Policy):
         return out
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        _require_playable(board)
+        require_playable(board)
         scores = self.scores(board)
         self.last_info = {"scores": scores}
         return choose_best(scores, rng)
@@ -152,13 +147,13 @@ class MinimaxPolicy(Policy):
     def best_columns(self, board: Board) -> tuple[list[int], float]:
         """The columns of maximal minimax score and that score (a search that prunes only the
         columns strictly worse than the best; what :meth:`act` chooses from)."""
-        _require_playable(board)
+        require_playable(board)
         scores = self._search(board, exact=False)
         best = float(np.nanmax(scores))
         return [int(c) for c in np.flatnonzero(scores == best)], best
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        _require_playable(board)
+        require_playable(board)
         scores = self._search(board, exact=False)
         column = choose_best(scores, rng)
         self.last_info = {"score": float(scores[column]), "depth": self.depth}

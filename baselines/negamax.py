@@ -14,7 +14,7 @@ import numpy as np
 from baselines._dual import backend
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board
-from connectx_gym.policy import Policy, choose_best
+from connectx_gym.policy import Policy, choose_best, require_playable
 
 __all__ = ["NegamaxPolicy"]
 
@@ -55,8 +55,7 @@ class NegamaxPolicy(Policy):
         return out
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        if board.is_terminal():
-            raise ValueError(f"the game is over on {board!r}: there is no move to choose")
+        require_playable(board)
         scores = self.scores(board)
         self.last_info = {"scores": scores, "depth": self.depth}
         return choose_best(scores, rng)

@@ -26,6 +26,7 @@ __all__ = [
     "choose_best",
     "kaggle_configuration",
     "kaggle_observation",
+    "require_playable",
 ]
 
 
@@ -64,6 +65,12 @@ def kaggle_configuration(board: Board) -> Struct:
 def kaggle_observation(board: Board) -> Struct:
     """The ``obs`` kaggle-environments gives the player to move: board, mark and step."""
     return Struct(board=board.to_kaggle(), mark=board.mark, step=board.moves)
+
+
+def require_playable(board: Board) -> None:
+    """Raise ``ValueError`` when ``board`` is finished: a policy has no move to choose there."""
+    if board.is_terminal():
+        raise ValueError(f"the game is over on {board!r}: there is no move to choose")
 
 
 def choose_best(scores: np.ndarray, rng: np.random.Generator) -> int:
