@@ -1,9 +1,9 @@
 """One source, two backends: search modules run numba-compiled or on Python integers.
 
-Search code in :mod:`baselines` is written once, as plain Python on integer bitboards. Boards that
-fit in 63 bits (:attr:`connectx_gym.Geometry.fits_int64`, every usual size) run a copy of the module
-whose functions are compiled by numba (``int64``, ``cache=True``); larger boards run the module as
-it is, on Python's unbounded integers. :func:`backend` returns the right one.
+Search code in :mod:`baselines` is written once, as plain Python on integer bitboards. Boards
+that fit in 64 bits (:attr:`connectx_gym.Geometry.fits_64_bits`, every usual size) run a copy of
+the module whose functions are compiled by numba (``int64``, ``cache=True``); larger boards run
+the module as it is, on Python's unbounded integers. :func:`backend` returns the right one.
 
 A kernel may call kernels imported from another ``baselines`` module (their compiled copies are
 used). Avoid kernels that call themselves: numba 0.68 can crash (segfault) loading a cached
@@ -61,8 +61,8 @@ def python_only(function: FunctionType) -> FunctionType:
 
 
 def backend(name: str, geometry: Geometry) -> ModuleType:
-    """Module ``name`` compiled by numba when ``geometry`` fits in 63 bits, else as plain Python."""
-    if geometry.fits_int64:
+    """Module ``name`` compiled by numba when ``geometry`` fits in 64 bits, else as plain Python."""
+    if geometry.fits_64_bits:
         return jit_module(name)
     return importlib.import_module(name)
 

@@ -1,7 +1,7 @@
 """Kernels of the tutorials' lookahead agents: one-step scores and depth-limited minimax.
 
 Written once on integer bitboards; :func:`baselines._dual.backend` compiles them with numba for
-boards of up to 63 bits. The minimax is the tutorial's (the agent maximises, the opponent
+boards of up to 64 bits. The minimax is the tutorial's (the agent maximises, the opponent
 minimises, leaves scored by the window heuristic from the agent's point of view) with alpha-beta
 pruning: alpha-beta returns the exact value whenever it lies strictly inside the window, so a root
 search that only prunes columns strictly worse than the best one finds exactly the plain minimax's

@@ -1,12 +1,13 @@
 """Search kernels of the exact solver (:mod:`baselines.solver`), after Pascal Pons' solver.
 
 Written once on integer bitboards: :func:`baselines._dual.backend` compiles this module with numba
-when the board fits in 63 bits and runs it on Python integers otherwise. Every kernel takes
+when the board fits in 64 bits and runs it on Python integers otherwise. Every kernel takes
 
 - ``geo``: the tuple ``(height, size, inarow, bottom, board, cells, columns)`` of the geometry;
 - ``table``: the transposition table, an ``(n, 2)`` array of ``(key, bound)`` rows (``int64``, or
-  ``object`` on boards of more than 63 bits), ``n`` prime; the key of a position is
-  ``current + mask``, unique under Pons' layout, and stored whole, so entries never collide;
+  ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position is
+  ``current + mask``, unique under Pons' layout, and stored whole, so entries never collide (on a
+  64-bit board it may wrap to a negative ``int64``; ``%`` is Python's, so its slot is still valid);
 - ``scratch``: a ``(cells + 1, 3 * columns + 7)`` array (``int64``, or ``object`` like the
   table), one row per ply: the search's stack. A node sorts its moves there (columns, their threat
   counts, the winning cells they give) and keeps its frame (position, window, key, move index);
@@ -21,7 +22,7 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 
 from __future__ import annotations
 
-from connectx_gym.bitboard import has_line, popcount, winning_cells
+from connectx_gym.bitboard import column_mask, has_line, popcount, winning_cells
 
 #: Returned by :func:`solve_position` for a position in which a player already has a line.
 GAME_OVER = 1 << 30
@@ -115,7 +116,7 @@ def negamax(
             count = 0
             for index in range(columns):
                 column = int(stats[3 + index])
-                move = possible & (((1 << height) - 1) << (column * height))
+                move = possible & column_mask(column, height)
                 if move:
                     wins = -1
                     threats = 0
@@ -173,7 +174,7 @@ def negamax(
         index = scratch[moves, frame + 5]
         column = scratch[moves, index]
         opponent_wins = scratch[moves, frame - columns + index]
-        move = ((mask + geo[3]) & board) & (((1 << height) - 1) << (column * height))
+        move = ((mask + geo[3]) & board) & column_mask(column, height)
         current, mask = current ^ mask, mask | move
         alpha, beta = -beta, -alpha
         moves += 1

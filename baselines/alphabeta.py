@@ -38,11 +38,12 @@ class _Tables:
         self.kernels = backend("baselines._alphabeta", geometry)
         self.own, self.other = weights.arrays(geometry.inarow)
         self.order = center_order(geometry.columns)
-        # Python integers for boards beyond 63 bits, so their keys fit.
-        key_dtype = np.int64 if geometry.fits_int64 else object
+        # Python integers for boards beyond 64 bits, so their keys fit (on 64 bits
+        # a key may wrap to a negative int64: it is stored and compared whole, so that is harmless).
+        key_dtype = np.int64 if geometry.fits_64_bits else object
         self.keys = np.zeros(table_size, dtype=key_dtype)
         self.data = np.zeros((table_size, 4), dtype=np.int64)
-        self.check_every = 256 if geometry.fits_int64 else 8
+        self.check_every = 256 if geometry.fits_64_bits else 8
         self.warm = False
 
     def clear(self) -> None:

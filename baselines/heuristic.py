@@ -12,7 +12,7 @@ Here the counts come from shifts and popcounts of the bitboards (the layout of
 are an AND of shifted copies of the free cells, and adding ``inarow`` shifted copies of the
 player's discs into bit-sliced counters (a sorting network beyond 15 in a row) gives how many
 discs each holds. The kernels are compiled by numba through :func:`baselines._dual.backend` for
-boards of up to 63 bits and run on Python integers for larger ones.
+boards of up to 64 bits and run on Python integers for larger ones.
 """
 
 from __future__ import annotations

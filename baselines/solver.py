@@ -9,7 +9,7 @@ number of the winner's stones at the win. A loss scores the negative of the winn
 The search is Pons' (bitboards, negamax with alpha-beta on null windows narrowed by binary search, a
 transposition table, centre-first and threat-count move ordering, only moves that do not lose at
 once, immediate wins seen first), in :mod:`baselines._solver_kernels`: numba-compiled when the
-board fits in 63 bits, plain Python on larger boards. Typical use::
+board fits in 64 bits, plain Python on larger boards. Typical use::
 
     from connectx_gym import Board, Geometry
     from baselines.solver import move_scores, solve
@@ -122,15 +122,15 @@ class Solver:
         self._geo = (g.height, g.size, g.inarow, g.bottom, g.board, g.cells, g.columns)
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
         if table_bits is None:
-            table_bits = min(max(g.cells + 2, 12), 23 if g.fits_int64 else 20)
+            table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
-        self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_int64 else object)
+        self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)
         self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
         self._stats = np.zeros(3 + g.columns, dtype=np.int64)
         self._stats[3:] = _column_order(g.columns)
-        self._rate = _INITIAL_RATE[g.fits_int64]
+        self._rate = _INITIAL_RATE[g.fits_64_bits]
         self._timed_nodes = 0
         self._timed_seconds = 0.0
         # Compile (or load the compiled kernels) now, not inside the first timed request: a

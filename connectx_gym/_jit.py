@@ -2,7 +2,7 @@
 
 The rules in :mod:`connectx_gym.bitboard` are written with integer arithmetic only, so the very
 same functions run on Python integers (any board) or compiled by numba on ``int64`` (boards that
-fit in 63 bits). Importing this module does not import numba; :func:`jit` does.
+fit in 64 bits). Importing this module does not import numba; :func:`jit` does.
 """
 
 from __future__ import annotations

@@ -19,7 +19,10 @@ with a step of ``1`` (vertical), ``height`` (horizontal), ``height + 1`` and ``h
 
 The module-level functions take and return plain integers and use only integer arithmetic, so the
 search code in :mod:`baselines` compiles these very functions with numba (``int64``) when the board
-fits in 63 bits (:attr:`Geometry.fits_int64`), and runs them on Python integers for larger boards.
+fits in 64 bits (:attr:`Geometry.fits_64_bits`), and runs them on Python integers for larger boards.
+On a 64-bit board bit 63 is the last column's sentinel: stones and masks never hold it, so they are
+non-negative ``int64``; values that reach it on the way (the carry of ``mask + bottom``, left
+shifts) wrap around harmlessly because they are masked with playable cells before use.
 """
 
 from __future__ import annotations
@@ -120,7 +123,7 @@ class Geometry:
         "bottom",
         "cells",
         "columns",
-        "fits_int64",
+        "fits_64_bits",
         "height",
         "inarow",
         "rows",
@@ -143,7 +146,8 @@ class Geometry:
         self.bottom = sum(1 << (c * self.height) for c in range(self.columns))
         self.board = self.bottom * ((1 << self.rows) - 1)
         self.top = self.bottom << (self.rows - 1)
-        self.fits_int64 = self.size <= 63
+        #: The board fits a machine word: rules and search run numba-compiled on ``int64``.
+        self.fits_64_bits = self.size <= 64
         self._open_columns: dict[int, tuple[int, ...]] = {}
         self._column_masks = tuple(column_mask(c, self.height) for c in range(self.columns))
         # Kaggle's flat board index (row 0 at the top, row-major) -> bit index.

@@ -121,8 +121,8 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
         g = self.geometry
         self._dimensions = (g.rows, g.height, g.inarow, g.size, g.cells)
-        # The win check, numba-compiled when the board fits in 63 bits (the same function).
-        self._has_line = jit(has_line) if g.fits_int64 else has_line
+        # The win check, numba-compiled when the board fits in 64 bits (the same function).
+        self._has_line = jit(has_line) if g.fits_64_bits else has_line
         self._rows, self._columns = g.rows, g.columns
         self.action_space = spaces.Discrete(g.columns)
         self.observation_space = spaces.Box(0, 1, shape=(2, g.rows, g.columns), dtype=np.int8)

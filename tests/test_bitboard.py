@@ -18,7 +18,7 @@ from connectx_gym._jit import jit
 from connectx_gym.bitboard import possible_moves
 
 # Board sizes that must work: the usual one, 1 row, 1 column, inarow 1, inarow larger than the
-# board, and boards of more than 63 bits (9x9 has 90 bits, 10x12 has 132).
+# board, and boards of more than 64 bits (9x9 has 90 bits, 10x12 has 132).
 EDGE_SIZES = [
     (6, 7, 4),
     (1, 7, 4),
@@ -445,7 +445,7 @@ def test_geometry_masks(size: tuple[int, int, int]) -> None:
     assert geometry.board == bits_of(everything, rows)
     assert geometry.bottom == bits_of({(rows - 1, c) for c in range(columns)}, rows)
     assert geometry.top == bits_of({(0, c) for c in range(columns)}, rows)
-    assert geometry.fits_int64 == (columns * (rows + 1) <= 63)
+    assert geometry.fits_64_bits == (columns * (rows + 1) <= 64)
     for c in range(columns):
         assert geometry.column_mask(c) == bits_of({(r, c) for r in range(rows)}, rows)
     assert Geometry.of({"rows": rows, "columns": columns, "inarow": size[2]}) == geometry
@@ -471,15 +471,31 @@ def test_pons_positions_agree_with_immediate_wins(pons_positions, name: str) -> 
 
 @pytest.mark.parametrize(
     "size",
-    [(6, 7, 4), (20, 3, 4), (21, 2, 4), (5, 10, 4), (4, 5, 3), (1, 31, 5), (7, 7, 6), (8, 7, 1)],
+    [
+        (6, 7, 4),
+        (20, 3, 4),
+        (21, 2, 4),
+        (5, 10, 4),
+        (4, 5, 3),
+        (1, 31, 5),
+        (7, 7, 6),
+        (8, 7, 1),
+        # Exactly 64 bits: bit 63 is a sentinel, reached only by wrapping shifts and carries.
+        (7, 8, 4),
+        (15, 4, 4),
+        (31, 2, 4),
+        (3, 16, 3),
+        (1, 32, 5),
+        (63, 1, 4),
+    ],
 )
 @settings(max_examples=60, deadline=None)
 @given(data=st.data())
 def test_compiled_rules_agree_with_python(size: tuple[int, int, int], data: st.DataObject) -> None:
-    """The numba-compiled rules (int64, boards up to 63 bits) equal the Python ones, including
+    """The numba-compiled rules (int64, boards up to 64 bits) equal the Python ones, including
     winning_cells' unrolled inarow-4 branch (taken up to 20 rows) and its general loop."""
     geometry = Geometry(*size)
-    assert geometry.fits_int64
+    assert geometry.fits_64_bits
     stones = data.draw(st.integers(0, 2**geometry.cells - 1))
     empty = data.draw(st.integers(0, 2**geometry.cells - 1)) & ~stones
     g = geometry

@@ -21,8 +21,16 @@ from connectx_gym import Board, Geometry
 from connectx_gym.bitboard import popcount
 
 # Plus lines of 16 and more (counted by the sorting network instead of the 4-bit counters), one
-# of them beyond 63 bits.
-ALL_SIZES = [*ref.SMALL_SIZES, ref.BIG_SIZE, (1, 20, 16), (18, 1, 17), (1, 40, 16), (3, 18, 15)]
+# of them beyond 64 bits.
+ALL_SIZES = [
+    *ref.SMALL_SIZES,
+    ref.WORD_SIZE,
+    ref.BIG_SIZE,
+    (1, 20, 16),
+    (18, 1, 17),
+    (1, 40, 16),
+    (3, 18, 15),
+]
 seeds = st.integers(0, 2**32 - 1)
 
 

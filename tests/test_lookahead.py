@@ -21,7 +21,7 @@ seeds = st.integers(0, 2**32 - 1)
 
 
 @settings(max_examples=120, deadline=None)
-@given(size=st.sampled_from([*ref.SMALL_SIZES, ref.BIG_SIZE]), seed=seeds)
+@given(size=st.sampled_from([*ref.SMALL_SIZES, ref.WORD_SIZE, ref.BIG_SIZE]), seed=seeds)
 def test_onestep_matches_the_tutorial(size: tuple[int, int, int], seed: int) -> None:
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)
@@ -44,6 +44,7 @@ MINIMAX_CASES = [
     ((3, 3, 1), 2),
     ((2, 3, 5), 4),
     ((5, 4, 2), 3),
+    (ref.WORD_SIZE, 3),
     (ref.BIG_SIZE, 2),
 ]
 

@@ -28,6 +28,7 @@ NEGAMAX_CASES = [
     ((3, 3, 1), 3),
     ((2, 3, 5), 4),
     ((5, 4, 2), 4),
+    (ref.WORD_SIZE, 3),
     (ref.BIG_SIZE, 3),
 ]
 

@@ -1,6 +1,6 @@
 """The exact solver: Pons scores against an exhaustive search written here (small and odd boards,
-a board beyond 63 bits), Pascal Pons' positions, limits, the perfect-play policy and move
-accuracy."""
+boards of exactly 64 bits and beyond), Pascal Pons' positions, limits, the perfect-play policy and
+move accuracy."""
 
 from __future__ import annotations
 
@@ -72,6 +72,21 @@ def random_position(geometry: Geometry, rng: np.random.Generator, moves: int) ->
             break
         board = child
     return board
+
+
+def dense_position(geometry: Geometry, rng: np.random.Generator, empty_cells: int) -> Board:
+    """A position with ``empty_cells`` empty cells and no line, by random moves that avoid
+    completing one (restarting when every move would)."""
+    while True:
+        board = Board.empty(geometry.rows, geometry.columns, geometry.inarow)
+        while board.moves < geometry.cells - empty_cells:
+            children = [board.play(c) for c in board.legal_moves()]
+            children = [child for child in children if not child.is_terminal()]
+            if not children:
+                break
+            board = children[int(rng.integers(len(children)))]
+        else:
+            return board
 
 
 # -- exact scores on small and odd boards -------------------------------------------------------
@@ -148,9 +163,9 @@ def test_win_scores_follow_pons_convention() -> None:
         solve(Board.from_moves(Geometry(6, 7, 4), [0, 1, 0, 1, 0, 1, 0]))
 
 
-def test_board_beyond_63_bits_uses_python_backend_and_is_exact() -> None:
+def test_board_beyond_64_bits_uses_python_backend_and_is_exact() -> None:
     geometry = Geometry(8, 8, 4)  # 72 bits
-    assert not geometry.fits_int64
+    assert not geometry.fits_64_bits
     rng = np.random.default_rng(7)
     board = None
     while board is None or board.moves < geometry.cells - 11:
@@ -164,6 +179,29 @@ def test_board_beyond_63_bits_uses_python_backend_and_is_exact() -> None:
         assert solver.solve(board_of(geometry, keys[index])) == values[keys[index]]
     # inarow longer than any line: every position is a draw, at once even on a big board.
     assert solve(Board.from_moves(Geometry(10, 12, 13), [5, 6])) == 0
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "inarow", "empty_cells"),
+    [(7, 8, 4, 16), (15, 4, 4, 18), (3, 16, 3, 20), (1, 32, 3, 11), (63, 1, 4, 63)],
+)
+def test_boards_of_64_bits_take_the_compiled_path_and_are_exact(
+    rows: int, columns: int, inarow: int, empty_cells: int
+) -> None:
+    """Bit 63 is the last column's sentinel: keys and carries that reach it wrap in ``int64``."""
+    geometry = Geometry(rows, columns, inarow)
+    assert geometry.size == 64
+    assert geometry.fits_64_bits
+    rng = np.random.default_rng(rows * columns + inarow)
+    solver = Solver(geometry, table_bits=14)
+    assert solver._table.dtype == np.int64
+    for _ in range(3):
+        board = dense_position(geometry, rng, empty_cells)
+        values = reference_values(board)
+        assert solver.solve(board) == values[board.key()], str(board)
+        keys = list(values)
+        for index in rng.choice(len(keys), size=min(len(keys), 100), replace=False):
+            assert solver.solve(board_of(geometry, keys[index])) == values[keys[index]]
 
 
 def test_geometry_mismatch_is_rejected() -> None:

@@ -12,8 +12,10 @@ import numpy as np
 from connectx_gym import Board, Geometry
 
 # Board sizes for the equivalence tests: the usual one, small and odd ones (1 row, 1 column,
-# inarow 1, inarow larger than the board) and 8x8, whose 72 bits run the plain-Python backend.
+# inarow 1, inarow larger than the board), 7x8, whose 64 bits are the largest compiled board, and
+# 8x8, whose 72 bits run the plain-Python backend.
 SMALL_SIZES = [(6, 7, 4), (4, 5, 3), (1, 7, 3), (7, 1, 3), (3, 3, 1), (2, 3, 5), (5, 4, 2)]
+WORD_SIZE = (7, 8, 4)
 BIG_SIZE = (8, 8, 4)
 
 
