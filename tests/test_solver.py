@@ -266,6 +266,20 @@ def test_registered_policy_is_the_solver() -> None:
     assert policy.time_budget == 0.5
 
 
+def test_solver_policy_with_its_own_table() -> None:
+    policy = make_policy("solver:time_budget=60,table_bits=10")
+    board = Board.from_moves(Geometry(4, 5, 4), [2, 2, 1])
+    solver = policy.solver(board.geometry)
+    assert solver is not get_solver(board.geometry)
+    assert solver._table.shape[0] == 1031  # the first prime above 2 ** 10
+    policy.act(board, np.random.default_rng(0))
+    assert policy.last_info["best_moves"] == best_moves(board)[1]
+    assert policy.solver(board.geometry) is solver
+    assert SolverPolicy().solver(board.geometry) is get_solver(board.geometry)
+    with pytest.raises(ValueError, match="table_bits"):
+        Solver(board.geometry, table_bits=40)
+
+
 @pytest.mark.parametrize("opponent", ["random", "alphabeta:time_budget=0.05"])
 def test_solver_never_loses_a_proven_position(opponent: str) -> None:
     geometry = Geometry(4, 5, 4)
