@@ -10,6 +10,7 @@ book (like for like: our solver has none) and, with ``--book``, with its default
     python benchmarks/bench_solver.py                 # all six sets, 1000 positions each (long)
     python benchmarks/bench_solver.py --quick         # 20 positions per set, Begin-Hard left out
     python benchmarks/bench_solver.py --sets L2_R2 L1_R2 --limit 100 --book
+    python benchmarks/bench_solver.py --sets L1_R3 --no-bitbully --start 500 --limit 500  # a half
 
 bitbully is for this benchmark only (``pip install bitbully``), never a dependency of the project;
 without it the table shows our times alone.
@@ -61,17 +62,24 @@ def _bitbully_agents(book: bool, wanted: bool = True) -> dict[str, object]:
 
 
 def run(
-    pons_dir: Path, sets: list[str], limit: int | None, agents: dict[str, object]
+    pons_dir: Path,
+    sets: list[str],
+    limit: int | None,
+    agents: dict[str, object],
+    start: int = 0,
 ) -> list[dict]:
-    """Time every position of ``sets`` with our solver and the bitbully ``agents``; one row of
-    results per set."""
+    """Time positions ``start`` to ``start + limit`` of ``sets`` (all by default) with our solver
+    and the bitbully ``agents``; one row of results per set."""
     solver = Solver(Geometry(6, 7, 4))
     solver.reset()  # map the table's memory now, not during the first timed positions
     if agents:
         import bitbully
     rows = []
     for name in sets:
-        positions = load_pons(pons_dir / f"Test_{name}", limit=limit)
+        positions = load_pons(pons_dir / f"Test_{name}")[start:]
+        positions = positions[:limit] if limit is not None else positions
+        if not positions:
+            raise SystemExit(f"no positions of {name} from {start} on")
         ours = 0.0
         theirs = dict.fromkeys(agents, 0.0)
         exact = 0
@@ -142,6 +150,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--pons-dir", type=Path, default=DEFAULT_PONS)
     parser.add_argument("--sets", nargs="+", choices=list(SETS), default=list(SETS))
     parser.add_argument("--limit", type=int, default=None, help="positions per set (default all)")
+    parser.add_argument("--start", type=int, default=0, help="skip this many positions per set")
     parser.add_argument("--quick", action="store_true", help="20 positions per set, no Begin-Hard")
     parser.add_argument("--book", action="store_true", help="also time bitbully's default book")
     parser.add_argument("--no-bitbully", action="store_true", help="time and check ours alone")
@@ -154,7 +163,7 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(f"no Pons benchmark directory at {args.pons_dir}")
     agents = _bitbully_agents(args.book, wanted=not args.no_bitbully)
     print(_header(agents), flush=True)
-    rows = run(args.pons_dir, sets, limit, agents)
+    rows = run(args.pons_dir, sets, limit, agents, args.start)
     print()
     print(_header(agents))
     for row in rows:
