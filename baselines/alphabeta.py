@@ -21,7 +21,7 @@ from baselines._dual import backend
 from baselines.heuristic import WindowWeights
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best, require_playable
+from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
 
@@ -74,14 +74,8 @@ class AlphaBetaPolicy(Policy):
         super().__init__()
         if not time_budget > 0:
             raise ValueError(f"time_budget must be > 0 seconds, got {time_budget!r}")
-        if max_depth is not None and (
-            isinstance(max_depth, bool) or not isinstance(max_depth, (int, np.integer))
-        ):
-            raise ValueError(f"max_depth must be an integer or None, got {max_depth!r}")
-        if max_depth is not None and max_depth < 1:
-            raise ValueError(f"max_depth must be >= 1, got {max_depth}")
         self.time_budget = float(time_budget)
-        self.max_depth = None if max_depth is None else int(max_depth)
+        self.max_depth = None if max_depth is None else require_depth("max_depth", max_depth)
         self.weights = weights or ALPHABETA_WEIGHTS
         self._tables: dict[Geometry, _Tables] = {}
 

@@ -19,7 +19,7 @@ import numpy as np
 from baselines._dual import backend
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best, require_playable
+from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
 
@@ -111,9 +111,7 @@ class MinimaxPolicy(Policy):
 
     def __init__(self, depth: int = 3, weights: WindowWeights | None = None) -> None:
         super().__init__()
-        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
-        self.depth = int(depth)
+        self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
         self._cache = _GeometryCache(self.weights)
 

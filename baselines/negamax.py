@@ -14,7 +14,7 @@ import numpy as np
 from baselines._dual import backend
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board
-from connectx_gym.policy import Policy, choose_best, require_playable
+from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["NegamaxPolicy"]
 
@@ -30,9 +30,7 @@ class NegamaxPolicy(Policy):
 
     def __init__(self, depth: int = 4) -> None:
         super().__init__()
-        if isinstance(depth, bool) or not isinstance(depth, (int, np.integer)) or depth < 1:
-            raise ValueError(f"depth must be an integer >= 1, got {depth!r}")
-        self.depth = int(depth)
+        self.depth = require_depth("depth", depth)
 
     def scores(self, board: Board) -> np.ndarray:
         """Per-column scores in {-1, 0, 1} (NaN for full columns; all NaN once the game is over)."""

@@ -26,6 +26,7 @@ __all__ = [
     "choose_best",
     "kaggle_configuration",
     "kaggle_observation",
+    "require_depth",
     "require_playable",
 ]
 
@@ -65,6 +66,13 @@ def kaggle_configuration(board: Board) -> Struct:
 def kaggle_observation(board: Board) -> Struct:
     """The ``obs`` kaggle-environments gives the player to move: board, mark and step."""
     return Struct(board=board.to_kaggle(), mark=board.mark, step=board.moves)
+
+
+def require_depth(name: str, value: Any) -> int:
+    """``value`` as a search depth: an integer >= 1 (not a bool), else ``ValueError``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def require_playable(board: Board) -> None:
