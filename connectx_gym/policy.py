@@ -20,6 +20,7 @@ from connectx_gym.bitboard import Board
 __all__ = [
     "IllegalMoveError",
     "KaggleAgentPolicy",
+    "NoisyPolicy",
     "Policy",
     "RandomPolicy",
     "Struct",
@@ -130,6 +131,34 @@ class RandomPolicy(Policy):
 
     def scores(self, board: Board) -> np.ndarray:
         return np.where(board.legal_mask(), 0.0, np.nan)
+
+
+class NoisyPolicy(Policy):
+    """Plays a uniformly random legal column with probability ``epsilon``, else ``policy``'s move.
+
+    A softer version of a search opponent; spec suffix ``~epsilon`` (``"minimax:depth=3~0.25"``).
+    """
+
+    def __init__(self, policy: Policy, epsilon: float) -> None:
+        super().__init__()
+        if isinstance(epsilon, bool) or not isinstance(epsilon, (int, float, np.number)):
+            raise ValueError(f"noise epsilon must be a number in [0, 1], got {epsilon!r}")
+        if not 0.0 <= float(epsilon) <= 1.0:  # NaN fails this too
+            raise ValueError(f"noise epsilon must be in [0, 1], got {epsilon!r}")
+        self.policy, self.epsilon = policy, float(epsilon)
+        self.name = f"{getattr(policy, 'name', 'policy')}~{self.epsilon:g}"
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        if rng.random() < self.epsilon:
+            legal = board.open_columns()
+            return legal[int(rng.integers(len(legal)))]
+        return self.policy.act(board, rng)
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+    def __repr__(self) -> str:
+        return f"NoisyPolicy({self.policy!r}, {self.epsilon:g})"
 
 
 class KaggleAgentPolicy(Policy):

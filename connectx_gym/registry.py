@@ -5,6 +5,7 @@ A *spec* names a registered policy and, after a colon, its parameters::
     "random"                    "minimax:depth=4"            "alphabeta:time_budget=0.5"
     "kaggle:negamax"            "solver:time_budget=1,fallback_depth=8"
     "runs/ppo/final.npz"        (a path to a saved agent: a model file or a Kaggle agent ``.py``)
+    "minimax:depth=3~0.25"      (any spec, softened: a random legal move with probability 0.25)
 
 Parameter values are Python literals (``4``, ``0.5``, ``True``, ``'text'``) or bare words taken as
 strings. Names may contain colons (``kaggle:negamax``); the parameters start at the first
@@ -25,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from connectx_gym.bitboard import Board
-from connectx_gym.policy import KaggleAgentPolicy, Policy
+from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
 __all__ = [
     "MODEL_SUFFIXES",
@@ -132,6 +133,9 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
         if callable(spec):
             return KaggleAgentPolicy(spec, **kwargs)
         raise TypeError(f"a policy spec must be a string, a Policy or a callable, got {spec!r}")
+    base, tilde, noise = spec.rpartition("~")
+    if tilde and spec.strip() not in _registry and not _is_path_spec(spec.strip()):
+        return NoisyPolicy(make_policy(base, **kwargs), _parse_noise(noise, spec))
     if spec.strip() not in _registry and _is_path_spec(spec.strip()):
         return make_policy("file", path=spec.strip(), **kwargs)
     name, params = parse_spec(spec)
@@ -149,6 +153,17 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
     if not isinstance(policy, Policy):
         raise TypeError(f"entry point of policy {name!r} returned {policy!r}, not a Policy")
     return policy
+
+
+def _parse_noise(text: str, spec: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        message = f"bad noise {text!r} in policy spec {spec!r}: expected spec~0.25"
+        raise ValueError(message) from None
+    if not 0.0 <= value <= 1.0:  # NaN fails this too
+        raise ValueError(f"noise must be in [0, 1] in policy spec {spec!r}, got {text!r}")
+    return value
 
 
 def _check_parameters(name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:

@@ -330,3 +330,22 @@ def test_as_kaggle_agent_does_not_import_kaggle_environments() -> None:
 def test_package_exports() -> None:
     for name in connectx_gym.__all__:
         assert hasattr(connectx_gym, name), name
+
+
+def test_noise_suffix_softens_any_spec() -> None:
+    from connectx_gym.policy import NoisyPolicy
+
+    policy = make_policy("onestep~0.25")
+    assert isinstance(policy, NoisyPolicy)
+    assert policy.epsilon == 0.25
+    assert policy.name == "onestep~0.25"
+    board = Board.from_moves(Geometry(6, 7, 4), [3, 3, 2])
+    always_random = make_policy("onestep~1")
+    rng = np.random.default_rng(0)
+    assert {always_random.act(board, rng) for _ in range(200)} == set(range(7))
+
+
+@pytest.mark.parametrize("spec", ["onestep~2", "onestep~-0.1", "onestep~x", "onestep~nan"])
+def test_noise_suffix_rejects_bad_values(spec: str) -> None:
+    with pytest.raises(ValueError, match="noise"):
+        make_policy(spec)

@@ -97,41 +97,6 @@ class TimedPolicy(Policy):
         self.policy.reset()
 
 
-class NoisyPolicy(Policy):
-    """Plays a uniformly random legal column with probability ``epsilon``, else ``policy``'s move:
-    a softer version of a search opponent for the curriculum (spec suffix ``~epsilon``)."""
-
-    def __init__(self, policy: Policy, epsilon: float) -> None:
-        super().__init__()
-        self.policy, self.epsilon = policy, epsilon
-        self.name = f"{getattr(policy, 'name', 'policy')}~{epsilon:g}"
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        if rng.random() < self.epsilon:
-            legal = board.legal_moves()
-            return legal[int(rng.integers(len(legal)))]
-        return self.policy.act(board, rng)
-
-    def reset(self) -> None:
-        self.policy.reset()
-
-
-def resolve_opponent(spec: str | Policy) -> Policy:
-    """A policy from a spec, where ``"spec~0.3"`` means ``spec`` playing 30% random moves."""
-    if isinstance(spec, Policy):
-        return spec
-    base, tilde, epsilon = spec.rpartition("~")
-    if not tilde:
-        return make_policy(spec)
-    try:
-        value = float(epsilon)
-    except ValueError:
-        raise ValueError(f"bad noise {epsilon!r} in opponent {spec!r}: expected spec~0.3") from None
-    if not 0 <= value <= 1:
-        raise ValueError(f"noise must be in [0, 1] in opponent {spec!r}")
-    return NoisyPolicy(make_policy(base), value)
-
-
 class OpponentSlot(gym.Wrapper):
     """Lets the trainer queue the opponent of the next episode, labels finished episodes with
     ``info["opponent"]`` and times the opponent (see :meth:`timing`)."""
@@ -152,7 +117,7 @@ class OpponentSlot(gym.Wrapper):
         if self._pending is not None:
             self.label, opponent = self._pending
             self._pending = None
-            timed = TimedPolicy(resolve_opponent(opponent), self.label, self._ledger)
+            timed = TimedPolicy(make_policy(opponent), self.label, self._ledger)
             kwargs["options"] = {**(kwargs.get("options") or {}), "opponent": timed}
         result = self.env.reset(**kwargs)
         self._env_seconds += time.perf_counter() - started
@@ -558,7 +523,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
     """
     config.validate()
     for spec in {s for m in (*config.opponent, *config.curriculum) for s, _ in parse_mixture(m)}:
-        resolve_opponent(spec)  # unknown names and bad parameters fail here, not in a worker
+        make_policy(spec)  # unknown names and bad parameters fail here, not in a worker
     for spec in config.panel:
         make_policy(spec)
     out = prepare_out(config)
