@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from connectx_gym.bitboard import Board
+from connectx_gym.files import FILE_LOADERS
 from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
 __all__ = [
@@ -39,7 +40,7 @@ __all__ = [
 ]
 
 #: Files that :func:`make_policy` loads as agents (through the ``"file"`` policy).
-MODEL_SUFFIXES = (".npz", ".zip", ".py")
+MODEL_SUFFIXES = tuple(FILE_LOADERS)
 
 
 @dataclass(frozen=True)
