@@ -78,7 +78,10 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
 def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
     """The checkpoint at ``path`` (SB3 zip, optimizer and step count included), on ``env``,
     logging to ``out/tb`` (the same TensorBoard run goes on)."""
-    model = MaskablePPO.load(path, env=env, device="cpu")
+    try:
+        model = MaskablePPO.load(path, env=env, device="cpu")
+    except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
+        raise ValueError(f"{path}: not a loadable checkpoint ({error})") from None
     model.tensorboard_log = str(out / "tb")
     return model
 
