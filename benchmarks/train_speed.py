@@ -18,7 +18,8 @@ from pathlib import Path
 import torch
 
 from train.config import TrainConfig
-from train.trainer import _collect_timing, _new_model, make_vec_env
+from train.model import new_model
+from train.opponents import collect_timing, make_vec_env
 
 SETTINGS = [
     {"vec_env": "dummy", "n_envs": 8, "n_steps": 256},
@@ -34,15 +35,15 @@ def measure(config: TrainConfig, opponent: str, rollouts: int) -> dict[str, floa
     env = make_vec_env(config)
     env.env_method("queue_opponent", opponent, opponent)
     with tempfile.TemporaryDirectory() as directory:
-        model = _new_model(config, env, Path(directory))
+        model = new_model(config, env, Path(directory))
         model.tensorboard_log = None
         batch = config.n_envs * config.n_steps
         model.learn(batch)  # warm-up: numba compilation, first reset
-        before = _collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
+        before = collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
         started = time.perf_counter()
         model.learn(batch * rollouts, reset_num_timesteps=False)
         wall = time.perf_counter() - started
-        after = _collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
+        after = collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
     env.close()
     return {"steps_per_second": batch * rollouts / wall, "opponent": after - before, "wall": wall}
 

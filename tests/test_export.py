@@ -19,7 +19,7 @@ from connectx_gym.env import ConnectXEnv
 from connectx_gym.files import save_weights
 from train.config import TrainConfig
 from train.export import export_kaggle
-from train.trainer import _new_model, model_weights
+from train.model import model_weights, new_model
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
 
@@ -49,7 +49,7 @@ def random_positions(geometry: Geometry, count: int, seed: int) -> list[Board]:
 
 def make_model(tmp_path: Path, rows: int, columns: int, inarow: int, seed: int):
     config = TrainConfig(rows=rows, columns=columns, inarow=inarow, seed=seed)
-    model = _new_model(config, ConnectXEnv(rows, columns, inarow), tmp_path)
+    model = new_model(config, ConnectXEnv(rows, columns, inarow), tmp_path)
     # A fresh network has near-uniform logits; spread them so that argmaxes are well separated.
     with __import__("torch").no_grad():
         model.policy.action_net.weight.mul_(40)

@@ -203,10 +203,10 @@ def test_sb3_zip_warns_and_matches_model(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     from connectx_gym.env import ConnectXEnv
     from train.config import TrainConfig
-    from train.trainer import _new_model
+    from train.model import new_model
 
     config = TrainConfig(rows=5, columns=6, inarow=4, channels=8, features_dim=16)
-    model = _new_model(config, ConnectXEnv(5, 6, 4), tmp_path)
+    model = new_model(config, ConnectXEnv(5, 6, 4), tmp_path)
     model.save(tmp_path / "model.zip")
     with pytest.warns(UserWarning, match="unpickles"):
         policy = make_policy(str(tmp_path / "model.zip"))

@@ -1,5 +1,5 @@
-"""`connectx train` end to end: a short run through the CLI, Ctrl-C and --resume, the model as an
-opponent spec everywhere."""
+"""`connectx train` end to end: a short run through the CLI, Ctrl-C or SIGTERM and --resume, the
+model as an opponent spec everywhere."""
 
 from __future__ import annotations
 
@@ -59,6 +59,13 @@ SMALL = [
 ]
 
 
+def default_signal_dispositions() -> None:
+    """Run in the child before exec: a shell's background job (``pytest ... &``) ignores SIGINT,
+    and an ignored signal stays ignored across exec, so the child would never see our Ctrl-C."""
+    for number in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(number, signal.SIG_DFL)
+
+
 def connectx(*argv: str, **kwargs: object) -> subprocess.Popen:
     code = "import sys; from connectx_gym.cli import main; sys.exit(main(sys.argv[1:]))"
     return subprocess.Popen(
@@ -66,8 +73,28 @@ def connectx(*argv: str, **kwargs: object) -> subprocess.Popen:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_signal_dispositions,
         **kwargs,
     )
+
+
+def interrupt_run(out: Path, number: signal.Signals) -> int:
+    """Start a long run, send it ``number`` once a checkpoint exists; returns the saved step."""
+    process = connectx("train", "--timesteps", "200000", "--out", str(out), *SMALL)
+    deadline = time.monotonic() + 180
+    while not (out / "state.json").exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no checkpoint written"
+        time.sleep(0.2)
+    os.kill(process.pid, number)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert "Traceback" not in stderr
+    interrupted = json.loads((out / "state.json").read_text())["timesteps"]
+    assert 0 < interrupted < 200000
+    assert not (out / "final.zip").exists()
+    return interrupted
 
 
 @pytest.fixture(scope="module")
@@ -137,20 +164,7 @@ def test_existing_run_is_not_overwritten(finished_run: Path) -> None:
 
 def test_ctrl_c_saves_and_resume_continues_the_run(tmp_path: Path) -> None:
     out = tmp_path / "ppo"
-    process = connectx("train", "--timesteps", "200000", "--out", str(out), *SMALL)
-    deadline = time.monotonic() + 180
-    while not (out / "state.json").exists():
-        assert process.poll() is None, process.communicate()[1]
-        assert time.monotonic() < deadline, "no checkpoint written"
-        time.sleep(0.2)
-    os.kill(process.pid, signal.SIGINT)
-    _, stderr = process.communicate(timeout=120)
-    assert process.returncode == 130, stderr
-    assert "--resume" in stderr
-    assert "Traceback" not in stderr
-    interrupted = json.loads((out / "state.json").read_text())["num_timesteps"]
-    assert 0 < interrupted < 200000
-    assert not (out / "final.zip").exists()
+    interrupted = interrupt_run(out, signal.SIGINT)
 
     process = connectx(
         "train",
@@ -168,3 +182,13 @@ def test_ctrl_c_saves_and_resume_continues_the_run(tmp_path: Path) -> None:
     assert interrupted + 1500 <= report["timesteps"] < interrupted + 1500 + 2 * 128 * 2
     assert report["config"]["channels"] == 8  # the saved settings, not the defaults
     assert [p.name for p in (out / "tb").iterdir()] == ["ppo_1"]  # one TensorBoard run
+
+
+def test_sigterm_saves_like_ctrl_c(tmp_path: Path) -> None:
+    """What schedulers and containers send before a kill."""
+    out = tmp_path / "ppo"
+    interrupted = interrupt_run(out, signal.SIGTERM)
+    state = json.loads((out / "state.json").read_text())
+    assert state["timesteps"] == interrupted
+    assert (out / "checkpoint.zip").is_file()
+    assert not list(out.glob("*.tmp*"))

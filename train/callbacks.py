@@ -1,0 +1,209 @@
+"""The run's SB3 callbacks, one job each, combined with SB3's ``CallbackList``.
+
+All of them read and write one shared :class:`~train.state.RunState` (what ``state.json``
+stores), so a checkpoint saves the whole run whichever callback changed it:
+
+- :class:`CurriculumCallback`: hands out each rollout's opponents, records episode outcomes,
+  moves the curriculum on and logs training win rates;
+- :class:`SelfPlayCallback`: freezes the agent's weights into the self-play pool;
+- :class:`PanelEvalCallback`: plays the evaluation panel every ``eval_every`` steps;
+- :class:`CheckpointCallback`: saves a checkpoint every ``checkpoint_every`` steps;
+- :class:`TimeLimitCallback`: stops training at ``--max-minutes`` and logs steps per second.
+
+:func:`run_callbacks` builds them in the order the run uses (the order matters for
+reproducibility: opponents are drawn from the state's generator).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import deque
+from collections.abc import Callable
+from pathlib import Path
+
+from stable_baselines3.common.callbacks import BaseCallback, CallbackList
+
+from connectx_gym.bitboard import Geometry
+from connectx_gym.files import save_weights
+from train.config import TrainConfig
+from train.curriculum import Curriculum
+from train.model import evaluate_panel, model_weights
+from train.opponents import queue_opponents
+from train.state import RunState, SessionClock
+
+__all__ = [
+    "CheckpointCallback",
+    "CurriculumCallback",
+    "PanelEvalCallback",
+    "SelfPlayCallback",
+    "TimeLimitCallback",
+    "run_callbacks",
+]
+
+
+class CurriculumCallback(BaseCallback):
+    """Draws every env's opponent at each rollout start from the curriculum's mixture, counts
+    finished episodes, advances the stage and logs win rates (``win_rate/LABEL``)."""
+
+    def __init__(
+        self, curriculum: Curriculum, state: RunState, announce: Callable[[str], None] | None
+    ) -> None:
+        super().__init__()
+        self.curriculum, self.state, self.announce = curriculum, state, announce
+        self.outcomes: dict[str, deque[float]] = {}
+
+    def _on_training_start(self) -> None:
+        self.queue_opponents()
+
+    def _on_rollout_start(self) -> None:
+        self.queue_opponents()
+
+    def queue_opponents(self) -> None:
+        """Queue each env's opponent for the next rollout."""
+        state = self.state
+        mixture = self.curriculum.mixture(state.stage, selfplay_available=bool(state.snapshots))
+        queue_opponents(self.training_env, mixture, state.snapshots, state.rng)
+
+    def _on_step(self) -> bool:
+        for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):
+            if done and "opponent" in info:
+                label = info["opponent"]
+                won = info.get("winner") == info.get("agent_mark")
+                self.curriculum.record(self.state, label, won)
+                self.outcomes.setdefault(label, deque(maxlen=200)).append(float(won))
+        if self.curriculum.maybe_advance(self.state, self.num_timesteps) and self.announce:
+            labels = self.curriculum.labels(self.state.stage)
+            self.announce(f"step {self.num_timesteps}: curriculum -> {labels}")
+        return True
+
+    def _on_rollout_end(self) -> None:
+        self.logger.record("curriculum/stage", self.state.stage)
+        win_rate = self.curriculum.win_rate(self.state)
+        if not math.isnan(win_rate):
+            self.logger.record("curriculum/win_rate", win_rate)
+        point: dict[str, float | int] = {
+            "timestep": int(self.num_timesteps),
+            "stage": self.state.stage,
+        }
+        for label, outcomes in self.outcomes.items():
+            if outcomes:
+                rate = sum(outcomes) / len(outcomes)
+                self.logger.record(f"win_rate/{label}", rate)
+                point[label] = rate
+        self.state.train_curve.append(point)
+
+
+class SelfPlayCallback(BaseCallback):
+    """Every ``every`` steps, saves the agent's weights as ``snapshots/step_*.npz`` and keeps
+    the newest ``pool_size`` of them in ``state.snapshots`` (the self-play pool)."""
+
+    def __init__(
+        self, state: RunState, out: Path, geometry: Geometry, every: int, pool_size: int
+    ) -> None:
+        super().__init__()
+        self.state, self.out, self.geometry = state, out, geometry
+        self.every, self.pool_size = every, pool_size
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.state.next_snapshot:
+            self.state.next_snapshot += self.every
+            self.add_snapshot()
+        return True
+
+    def add_snapshot(self) -> None:
+        """Freeze the current weights into the self-play pool."""
+        directory = self.out.resolve() / "snapshots"
+        directory.mkdir(exist_ok=True)
+        path = directory / f"step_{self.num_timesteps:09d}.npz"
+        save_weights(model_weights(self.model, self.geometry), path)
+        self.state.snapshots = [*self.state.snapshots, str(path)][-self.pool_size :]
+
+
+class PanelEvalCallback(BaseCallback):
+    """Every ``eval_every`` steps (never when 0), plays the panel deterministically and logs
+    ``eval/SPEC`` scores; results go to ``state.evaluations``."""
+
+    def __init__(self, state: RunState, config: TrainConfig, geometry: Geometry) -> None:
+        super().__init__()
+        self.state, self.config, self.geometry = state, config, geometry
+
+    def _on_step(self) -> bool:
+        every = self.config.eval_every
+        if every and self.num_timesteps >= self.state.next_eval:
+            self.state.next_eval += every
+            self.evaluate()
+        return True
+
+    def evaluate(self) -> None:
+        """Play the panel with the current weights and record the scores."""
+        started = time.perf_counter()
+        games = self.config.eval_games
+        weights = model_weights(self.model, self.geometry)
+        results = evaluate_panel(weights, self.config.panel, games, self.config.seed + 1)
+        for spec, result in results.items():
+            self.logger.record(f"eval/{spec}", result["score"])
+        self.state.evaluations.append(
+            {
+                "timestep": int(self.num_timesteps),
+                "games": games,
+                "scores": {spec: r["score"] for spec, r in results.items()},
+            }
+        )
+        self.state.eval_seconds += time.perf_counter() - started
+
+
+class CheckpointCallback(BaseCallback):
+    """Every ``every`` steps, calls ``save`` (the run's checkpoint: model and state)."""
+
+    def __init__(self, state: RunState, every: int, save: Callable[[], None]) -> None:
+        super().__init__()
+        self.state, self.every, self.save = state, every, save
+
+    def _on_step(self) -> bool:
+        if self.num_timesteps >= self.state.next_checkpoint:
+            self.state.next_checkpoint += self.every
+            self.save()
+        return True
+
+
+class TimeLimitCallback(BaseCallback):
+    """Stops training once this session has run ``max_minutes`` (0: never), setting
+    ``state.stopped_by_time``; logs ``time/steps_per_second`` of the session."""
+
+    def __init__(self, state: RunState, clock: SessionClock, max_minutes: float) -> None:
+        super().__init__()
+        self.state, self.clock, self.max_minutes = state, clock, max_minutes
+
+    def _on_step(self) -> bool:
+        if self.max_minutes and self.clock.session_seconds() > 60 * self.max_minutes:
+            self.state.stopped_by_time = True
+            return False
+        return True
+
+    def _on_rollout_end(self) -> None:
+        steps = self.num_timesteps - self.clock.start_steps
+        rate = steps / max(self.clock.session_seconds(), 1e-9)
+        self.logger.record("time/steps_per_second", rate)
+
+
+def run_callbacks(
+    config: TrainConfig,
+    out: Path,
+    curriculum: Curriculum,
+    state: RunState,
+    clock: SessionClock,
+    save_checkpoint: Callable[[], None],
+    announce: Callable[[str], None] | None,
+) -> CallbackList:
+    """The callbacks of a run, in order, sharing ``state``."""
+    geometry = Geometry(config.rows, config.columns, config.inarow)
+    return CallbackList(
+        [
+            CurriculumCallback(curriculum, state, announce),
+            SelfPlayCallback(state, out, geometry, config.snapshot_every, config.pool_size),
+            PanelEvalCallback(state, config, geometry),
+            CheckpointCallback(state, config.checkpoint_every, save_checkpoint),
+            TimeLimitCallback(state, clock, config.max_minutes),
+        ]
+    )

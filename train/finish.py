@@ -1,0 +1,111 @@
+"""The final phase of a run: final models, the final panel, the report.
+
+Every step can be repeated: files are written atomically, and the final panel, once played, is
+kept in ``state.json`` and reused. So a run interrupted anywhere in this phase (or whose
+checkpoint already reached its target steps) is finished by ``connectx train --resume``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from sb3_contrib import MaskablePPO
+
+from connectx_gym.bitboard import Geometry
+from connectx_gym.files import save_weights
+from train.config import TrainConfig
+from train.model import evaluate_panel, model_weights, save_model
+from train.report import write_report
+from train.state import RunState, SessionClock
+
+__all__ = ["finish", "timing_summary"]
+
+
+def finish(
+    config: TrainConfig,
+    out: Path,
+    model: MaskablePPO,
+    state: RunState,
+    clock: SessionClock,
+    timing: dict[str, Any],
+    log: Callable[[str], None],
+) -> dict[str, Any]:
+    """Save ``final.zip`` and ``final.npz``, play the final panel (or reuse the one saved in
+    ``state``), write the report and the plot; returns the report."""
+    geometry = Geometry(config.rows, config.columns, config.inarow)
+    save_model(model, out / "final.zip")
+    weights = model_weights(model, geometry)
+    save_weights(weights, out / "final.npz")
+    clock.update()
+    log(
+        f"trained {model.num_timesteps} steps in {state.wall_seconds / 60:.1f} min; "
+        "playing the final panel"
+    )
+    panel = state.final_panel
+    if (
+        panel is None
+        or panel["games"] != config.final_games
+        or list(panel["results"]) != list(config.panel)
+    ):
+        started = time.perf_counter()
+        results = evaluate_panel(weights, config.panel, config.final_games, config.seed + 2)
+        panel = {
+            "games": config.final_games,
+            "results": results,
+            "seconds": time.perf_counter() - started,
+        }
+        state.final_panel = panel
+        clock.update()
+        state.save(out / "state.json")  # an interrupted report needs no second panel
+    else:
+        log("final panel already played: reusing it")
+    wall = state.wall_seconds
+    training_seconds = max(wall - state.eval_seconds - panel["seconds"], 1e-9)
+    report = {
+        "config": config.to_json(),
+        "timesteps": int(model.num_timesteps),
+        "stopped_by_time_limit": state.stopped_by_time,
+        "wall_seconds": wall,
+        "training_seconds": training_seconds,
+        "periodic_eval_seconds": state.eval_seconds,
+        "final_eval_seconds": panel["seconds"],
+        "steps_per_second": model.num_timesteps / training_seconds,
+        "curriculum": state.curriculum_history,
+        "final_stage": state.stage,
+        "panel": panel["results"],
+        "evaluations": state.evaluations,
+        "train_curve": state.train_curve,
+        "timing": timing_summary(
+            timing, clock.session_seconds(), int(model.num_timesteps - clock.start_steps)
+        ),
+    }
+    write_report(report, out)
+    log(f"report: {out / 'report.md'}")
+    return report
+
+
+def timing_summary(timing: dict[str, Any], wall: float, timesteps: int) -> dict[str, Any]:
+    """Share of the wall time of the last session (``timesteps`` steps in ``wall`` seconds) spent
+    inside opponents, overall and projected per opponent as if every step had been played
+    against it (one opponent move per agent step)."""
+    opponents = {}
+    total = 0.0
+    for label, (seconds, moves) in timing["opponents"].items():
+        total += seconds
+        per_move = seconds / max(moves, 1)
+        opponents[label] = {
+            "seconds": seconds,
+            "moves": int(moves),
+            "ms_per_move": 1000 * per_move,
+            "projected_share_of_wall": per_move * timesteps / max(wall, 1e-9),
+        }
+    return {
+        "env_seconds": timing["env_seconds"],
+        "opponent_seconds": total,
+        "opponent_share_of_wall": total / max(wall, 1e-9),
+        "opponents": opponents,
+        "note": "timings cover the last session of the run (since the last --resume)",
+    }

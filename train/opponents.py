@@ -1,0 +1,172 @@
+"""The env side of training: opponent slots in the vectorised envs, timed opponents.
+
+Each env is a ``ConnectX-v0`` wrapped in an :class:`OpponentSlot`: the trainer queues the opponent
+of the env's next episode (a spec such as ``"onestep~0.25"`` or a policy), the slot builds it with
+:func:`connectx_gym.registry.make_policy` at the next reset, labels finished episodes with
+``info["opponent"]`` and times the opponent's moves. :func:`queue_opponents` is the one call a
+callback makes to hand out a rollout's opponents; a batched vector env only needs to answer the
+same ``env_method("queue_opponent", ...)`` and ``env_method("timing")`` calls.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+from stable_baselines3.common.monitor import Monitor
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+
+from connectx_gym.bitboard import Board
+from connectx_gym.env import ConnectXEnv
+from connectx_gym.files import NumpyNetPolicy, load_weights
+from connectx_gym.policy import Policy
+from connectx_gym.registry import make_policy
+from train.config import TrainConfig
+from train.curriculum import SELF_LABEL
+
+__all__ = [
+    "OpponentSlot",
+    "TimedPolicy",
+    "close_env",
+    "collect_timing",
+    "make_vec_env",
+    "queue_opponents",
+]
+
+
+class TimedPolicy(Policy):
+    """Delegates to ``policy`` and adds its thinking time and move count to ``ledger[label]``."""
+
+    def __init__(self, policy: Policy, label: str, ledger: dict[str, list[float]]) -> None:
+        super().__init__()
+        self.policy, self.label, self.ledger = policy, label, ledger
+        self.name = getattr(policy, "name", label)
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        started = time.perf_counter()
+        column = self.policy.act(board, rng)
+        entry = self.ledger.setdefault(self.label, [0.0, 0])
+        entry[0] += time.perf_counter() - started
+        entry[1] += 1
+        return column
+
+    def reset(self) -> None:
+        self.policy.reset()
+
+
+class OpponentSlot(gym.Wrapper):
+    """Lets the trainer queue the opponent of the next episode, labels finished episodes with
+    ``info["opponent"]`` and times the opponent (see :meth:`timing`)."""
+
+    def __init__(self, env: gym.Env, label: str = "random") -> None:
+        super().__init__(env)
+        self.label = label
+        self._pending: tuple[str, Any] | None = (label, label)
+        self._ledger: dict[str, list[float]] = {}
+        self._env_seconds = 0.0
+
+    def queue_opponent(self, label: str, opponent: str | Policy) -> None:
+        """Play ``opponent`` (a spec or policy), reported as ``label``, from the next reset on."""
+        self._pending = (label, opponent)
+
+    def reset(self, **kwargs: Any) -> tuple[np.ndarray, dict[str, Any]]:
+        started = time.perf_counter()
+        if self._pending is not None:
+            self.label, opponent = self._pending
+            self._pending = None
+            timed = TimedPolicy(make_policy(opponent), self.label, self._ledger)
+            kwargs["options"] = {**(kwargs.get("options") or {}), "opponent": timed}
+        result = self.env.reset(**kwargs)
+        self._env_seconds += time.perf_counter() - started
+        return result
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        started = time.perf_counter()
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        if terminated or truncated:
+            info["opponent"] = self.label
+        self._env_seconds += time.perf_counter() - started
+        return observation, reward, terminated, truncated, info
+
+    def action_masks(self) -> np.ndarray:
+        """The legal columns (for MaskablePPO)."""
+        return self.env.unwrapped.action_masks()
+
+    def timing(self) -> dict[str, Any]:
+        """Seconds spent in the env (opponent included) and, per opponent label, the opponent's
+        seconds and moves."""
+        return {"env_seconds": self._env_seconds, "opponents": dict(self._ledger)}
+
+
+def _env_factory(config: TrainConfig, index: int) -> Callable[[], gym.Env]:
+    def make() -> gym.Env:
+        env = ConnectXEnv(config.rows, config.columns, config.inarow, opponent="random")
+        env.reset(seed=config.seed * 1000 + index)
+        return Monitor(OpponentSlot(env))
+
+    return make
+
+
+def make_vec_env(config: TrainConfig) -> VecEnv:
+    """``config.n_envs`` envs in one process (``dummy``) or one each (``subproc``; ``auto`` falls
+    back to ``dummy`` when subprocesses cannot start)."""
+    factories = [_env_factory(config, i) for i in range(config.n_envs)]
+    if config.vec_env == "dummy":
+        return DummyVecEnv(factories)
+    # Workers ignore Ctrl-C and SIGTERM (the disposition survives exec), so that the main process
+    # can save a checkpoint and then close them.
+    stopping = (signal.SIGINT, signal.SIGTERM)
+    previous = {number: signal.signal(number, signal.SIG_IGN) for number in stopping}
+    try:
+        return SubprocVecEnv(factories)
+    except Exception:
+        if config.vec_env == "subproc":
+            raise
+        return DummyVecEnv(factories)
+    finally:
+        for number, handler in previous.items():
+            signal.signal(number, handler)
+
+
+def queue_opponents(
+    env: VecEnv,
+    mixture: Sequence[tuple[str, float]],
+    snapshots: Sequence[str],
+    rng: np.random.Generator,
+) -> None:
+    """Draw each env's opponent for its next episodes from ``mixture`` (``(label, weight)``; label
+    :data:`~train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``)."""
+    labels = [label for label, _ in mixture]
+    probabilities = np.array([p for _, p in mixture])
+    probabilities /= probabilities.sum()
+    for index in range(env.num_envs):
+        label = labels[rng.choice(len(labels), p=probabilities)]
+        opponent: str | Policy = label
+        if label == SELF_LABEL:
+            snapshot = snapshots[rng.integers(len(snapshots))]
+            opponent = NumpyNetPolicy(load_weights(snapshot), deterministic=False, name="self")
+        env.env_method("queue_opponent", label, opponent, indices=[index])
+
+
+def collect_timing(env: VecEnv) -> dict[str, Any]:
+    """The envs' :meth:`OpponentSlot.timing`, summed."""
+    opponents: dict[str, list[float]] = {}
+    env_seconds = 0.0
+    for timing in env.env_method("timing"):
+        env_seconds += timing["env_seconds"]
+        for label, (seconds, moves) in timing["opponents"].items():
+            entry = opponents.setdefault(label, [0.0, 0])
+            entry[0] += seconds
+            entry[1] += moves
+    return {"env_seconds": env_seconds, "opponents": opponents}
+
+
+def close_env(env: VecEnv) -> None:
+    """Close ``env``, ignoring workers that already died (a signal to the whole group)."""
+    with contextlib.suppress(EOFError, BrokenPipeError, OSError):
+        env.close()

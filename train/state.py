@@ -1,0 +1,192 @@
+"""The state of a training run besides the model: one dataclass, exactly what ``state.json`` holds.
+
+Every callback of the run reads and writes the one :class:`RunState` it is given; a checkpoint is
+the SB3 model (``checkpoint.zip``) plus :meth:`RunState.save` (``state.json``), and ``--resume``
+reads it back with :meth:`RunState.load`, which checks every field and names the first bad one in
+a ``ValueError`` (a truncated or hand-edited file gives one clear line, never a ``KeyError``).
+
+This module imports neither torch nor SB3.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+__all__ = ["RunState", "SessionClock", "write_json"]
+
+
+@dataclass
+class RunState:
+    """Progress of a run: curriculum, self-play pool, evaluations, schedules, clocks, RNG."""
+
+    #: environment steps trained so far (the model's ``num_timesteps`` at the last save)
+    timesteps: int = 0
+    #: curriculum stage (0-based) and the recent outcomes (1.0 win, 0.0 not) against it
+    stage: int = 0
+    recent: list[float] = field(default_factory=list)
+    #: one entry per stage reached: ``{"stage", "timestep", "opponents"[, "win_rate_at_exit"]}``
+    curriculum_history: list[dict[str, Any]] = field(default_factory=list)
+    #: paths of the self-play pool's weights files, oldest first
+    snapshots: list[str] = field(default_factory=list)
+    #: periodic panel results: ``{"timestep", "games", "scores": {spec: score}}``
+    evaluations: list[dict[str, Any]] = field(default_factory=list)
+    #: training win rates per opponent label at the end of each rollout
+    train_curve: list[dict[str, Any]] = field(default_factory=list)
+    #: step at which the next snapshot, panel evaluation and checkpoint are due
+    next_snapshot: int = 0
+    next_eval: int = 0
+    next_checkpoint: int = 0
+    #: wall seconds of the run over all sessions, and those spent in periodic evaluations
+    wall_seconds: float = 0.0
+    eval_seconds: float = 0.0
+    #: whether the last session stopped at ``--max-minutes``
+    stopped_by_time: bool = False
+    #: the final panel once played (``{"games", "results", "seconds"}``): a resumed finish
+    #: reuses it
+    final_panel: dict[str, Any] | None = None
+    #: draws the opponents of each rollout (its bit generator's state is saved)
+    rng: np.random.Generator = field(default_factory=lambda: np.random.default_rng(0))
+
+    def to_json(self) -> dict[str, Any]:
+        """The state as a JSON-ready dict (the generator as its bit generator's state)."""
+        data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        data["rng"] = self.rng.bit_generator.state
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any, source: str = "state") -> RunState:
+        """A state from :meth:`to_json`'s dict; ``ValueError`` naming ``source`` and the first
+        missing or malformed field."""
+        if not isinstance(data, dict):
+            raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
+        data = _from_first_layout(data)
+        names = [f.name for f in dataclasses.fields(cls)]
+        missing = [name for name in names if name not in data]
+        if missing:
+            raise ValueError(f"{source}: missing {', '.join(missing)} (not a run's state file)")
+        unknown = sorted(set(data) - set(names))
+        if unknown:
+            raise ValueError(f"{source}: unknown fields {', '.join(unknown)}")
+        for name in ("timesteps", "stage", "next_snapshot", "next_eval", "next_checkpoint"):
+            _check(source, name, data[name], int, lambda v: v >= 0)
+        for name in ("wall_seconds", "eval_seconds"):
+            _check(source, name, data[name], (int, float), lambda v: math.isfinite(v) and v >= 0)
+        _check(source, "stopped_by_time", data["stopped_by_time"], bool)
+        _check(source, "recent", data["recent"], list, _all(lambda v: v in (0, 1)))
+        _check(source, "snapshots", data["snapshots"], list, _all(lambda v: isinstance(v, str)))
+        for name in ("curriculum_history", "evaluations", "train_curve"):
+            _check(source, name, data[name], list, _all(lambda v: isinstance(v, dict)))
+        _check(source, "curriculum_history", data["curriculum_history"], list, bool)
+        if data["final_panel"] is not None:
+            _check(source, "final_panel", data["final_panel"], dict, _final_panel_ok)
+        rng = np.random.default_rng()
+        try:
+            rng.bit_generator.state = data["rng"]
+        except (TypeError, ValueError, KeyError) as error:
+            raise ValueError(f"{source}: field rng is not a generator state ({error})") from None
+        values = {**data, "rng": rng, "recent": [float(v) for v in data["recent"]]}
+        return cls(**values)
+
+    def save(self, path: Path) -> None:
+        """Write :meth:`to_json` to ``path`` atomically."""
+        write_json(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: Path) -> RunState:
+        """Read a state written by :meth:`save`; ``ValueError`` (naming ``path``) if it is not
+        one."""
+        try:
+            data = json.loads(Path(path).read_text())
+        except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
+            raise ValueError(f"{path}: not a JSON state file ({error})") from None
+        return cls.from_json(data, str(path))
+
+
+class SessionClock:
+    """Wall time of this session, and of the whole run in ``state.wall_seconds`` (earlier
+    sessions plus this one, brought up to date by :meth:`update`)."""
+
+    def __init__(self, state: RunState) -> None:
+        self.state = state
+        self.earlier = state.wall_seconds
+        self.start_steps = state.timesteps
+        self.start = time.perf_counter()
+
+    def session_seconds(self) -> float:
+        """Seconds since this session started."""
+        return time.perf_counter() - self.start
+
+    def update(self) -> None:
+        """Set ``state.wall_seconds`` to the run's wall time so far."""
+        self.state.wall_seconds = self.earlier + self.session_seconds()
+
+
+def _from_first_layout(data: dict[str, Any]) -> dict[str, Any]:
+    """A ``state.json`` written before the split of the trainer (keys ``num_timesteps``,
+    ``curriculum``, ``next``) in today's layout, so that older runs can still be resumed."""
+    if "num_timesteps" not in data or not isinstance(data.get("curriculum"), dict):
+        return data
+    try:
+        curriculum = data["curriculum"]
+        next_eval, next_checkpoint, next_snapshot = data["next"]
+        return {
+            "timesteps": data["num_timesteps"],
+            "stage": curriculum["stage"],
+            "recent": curriculum["recent"],
+            "curriculum_history": curriculum["history"],
+            "snapshots": data["snapshots"],
+            "evaluations": data["evaluations"],
+            "train_curve": data["train_curve"],
+            "next_snapshot": next_snapshot,
+            "next_eval": next_eval,
+            "next_checkpoint": next_checkpoint,
+            "wall_seconds": data["wall_seconds"],
+            "eval_seconds": data["eval_seconds"],
+            "stopped_by_time": False,
+            "final_panel": None,
+            "rng": data["rng"],
+        }
+    except (KeyError, TypeError, ValueError):
+        return data  # reported field by field by from_json
+
+
+def _check(source: str, name: str, value: Any, kind: Any, ok: Any = None) -> None:
+    if isinstance(value, bool) and kind in (int, (int, float)):
+        kind_ok = False
+    else:
+        kind_ok = isinstance(value, kind)
+    if not kind_ok or (ok is not None and not ok(value)):
+        raise ValueError(f"{source}: field {name} has a bad value {_short(value)}")
+
+
+def _all(test: Any) -> Any:
+    return lambda values: all(test(v) for v in values)
+
+
+def _final_panel_ok(panel: dict[str, Any]) -> bool:
+    return (
+        isinstance(panel.get("results"), dict)
+        and isinstance(panel.get("games"), int)
+        and isinstance(panel.get("seconds"), int | float)
+    )
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def write_json(path: Path, data: Any) -> None:
+    """Write ``data`` as JSON atomically (a temporary file, then ``os.replace``)."""
+    temporary = path.with_name(path.name + ".tmp")
+    temporary.write_text(json.dumps(data, indent=2, default=float))
+    os.replace(temporary, path)
