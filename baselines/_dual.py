@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import sys
 from types import FunctionType, ModuleType
 
@@ -40,8 +39,6 @@ def jit_module(name: str) -> ModuleType:
         if not isinstance(value, FunctionType):
             continue
         home = value.__module__
-        if getattr(value, "_python_only", False):
-            continue
         if home == module.__name__ or home in _COMPILED_SOURCES:
             setattr(module, attribute, jit(value))
         elif home.startswith("baselines.") and not home.endswith(".__jit__"):
@@ -53,20 +50,8 @@ def jit_module(name: str) -> ModuleType:
     return module
 
 
-def python_only(function: FunctionType) -> FunctionType:
-    """Mark a function of a search module to stay plain Python in the compiled copy (for
-    drivers that use dicts, time or generators and call the compiled kernels)."""
-    function._python_only = True  # type: ignore[attr-defined]
-    return function
-
-
 def backend(name: str, geometry: Geometry) -> ModuleType:
     """Module ``name`` compiled by numba when ``geometry`` fits in 64 bits, else as plain Python."""
     if geometry.fits_64_bits:
         return jit_module(name)
     return importlib.import_module(name)
-
-
-def is_search_module(module: ModuleType) -> bool:
-    """True for a module defined in this package (used by tests)."""
-    return inspect.ismodule(module) and module.__name__.startswith("baselines")
