@@ -62,6 +62,7 @@ COMMANDS: dict[str, Command] = {
     "export-kaggle": Command(
         "train.commands.export_kaggle", "write a self-contained Kaggle main.py from a model"
     ),
+    "export-onnx": Command("train.commands.export_onnx", "write an ONNX graph of a model's policy"),
     "accuracy": Command(
         "baselines.commands.accuracy", "share of a policy's moves that keep the exact game value"
     ),

@@ -1,0 +1,42 @@
+"""``connectx export-onnx MODEL -o agent.onnx``: a trained agent as an ONNX graph (see
+:mod:`train.onnx_export` for its inputs and output)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "model", help="weights-only .npz or SB3 .zip (needs the train and onnx extras)"
+    )
+    parser.add_argument("-o", "--output", default="agent.onnx", help="output file (agent.onnx)")
+    parser.add_argument(
+        "--check",
+        type=int,
+        default=1000,
+        metavar="N",
+        help="random positions on which onnxruntime must reproduce the network's logits "
+        "before the file is written (default 1000; 0 to skip)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.check < 0:
+        raise ValueError(f"--check must be >= 0, got {args.check}")
+    try:
+        from train.onnx_export import MASKED_LOGIT, OPSET, export_onnx
+    except ImportError as error:
+        raise ImportError(
+            f'ONNX export needs the onnx and train extras: pip install "connectx-gym[onnx,train]" '
+            f"({error})"
+        ) from None
+    path = export_onnx(args.model, args.output, check=args.check)
+    print(
+        f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, opset {OPSET}): inputs obs "
+        f"[N, 2, rows, columns] and action_mask [N, columns], float32; output logits "
+        f"[N, columns] with illegal columns at {MASKED_LOGIT:g}, argmax is the move"
+    )
+    return 0

@@ -1,0 +1,259 @@
+"""ONNX export: a trained agent as one ``.onnx`` file, for inference outside Python and torch.
+
+``connectx export-onnx MODEL -o agent.onnx`` (or :func:`export_onnx`) converts a weights-only
+``.npz`` or an SB3 MaskablePPO ``.zip`` (a :class:`train.networks.ConnectXPolicy`, as ``connectx
+train`` saves) into an ONNX graph with
+
+- inputs ``obs``: float32 ``[N, 2, rows, columns]``, the ``ConnectX-v0`` observation (plane 0 the
+  discs of the player to move, plane 1 the opponent's, row 0 at the top), and ``action_mask``:
+  float32 ``[N, columns]``, 1 for a legal column and 0 for a full one;
+- output ``logits``: float32 ``[N, columns]``, the policy's logits with illegal columns set to
+  :data:`MASKED_LOGIT` (-1e9), so ``argmax`` is the agent's deterministic move and ``softmax`` its
+  move probabilities.
+
+The batch dimension ``N`` is dynamic (named ``batch``); rows and columns are fixed to the model's
+board, which is also stored in the file's metadata (``connectx.rows``, ``connectx.columns``,
+``connectx.inarow``). The graph uses ONNX opset :data:`OPSET` (standard operators only: Conv,
+MatMul, Gemm, Relu, Concat, ReduceSum, Where, ...), which onnxruntime 1.16 and later run
+(ONNX IR version 10).
+
+The torch module is built from the numpy layer description of :mod:`connectx_gym.files` (the one
+that the ``.npz`` loader and the Kaggle export run), so both input formats export the same way,
+and every export is checked with onnxruntime against that numpy forward pass on random positions
+before it is written. Needs ``pip install "connectx-gym[onnx,train]"`` (torch, onnx, onnxscript,
+onnxruntime); reading an SB3 ``.zip`` unpickles it: trusted files only.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+from torch.nn import functional
+
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.files import WeightsFile, forward_layers, load_weights
+
+__all__ = [
+    "MASKED_LOGIT",
+    "OPSET",
+    "LayersModule",
+    "export_onnx",
+    "onnx_logits",
+    "random_positions",
+]
+
+#: Logit of an illegal column in the exported graph: far below any real logit, yet finite, so that
+#: a softmax over the row stays a number even when every column is illegal.
+MASKED_LOGIT = -1e9
+#: The ONNX opset of exported graphs.
+OPSET = 18
+ONNX_HINT = 'ONNX export needs the onnx extra: pip install "connectx-gym[onnx,train]"'
+#: Positions checked with onnxruntime after each export.
+CHECK_POSITIONS = 1000
+
+_OPS = {
+    "ones_plane",
+    "input_planes",
+    "gather_landing",
+    "branches",
+    "linear_plus_prefix",
+    "conv",
+    "linear",
+    "relu",
+    "tanh",
+    "flatten",
+    "residual",
+}
+
+
+class LayersModule(nn.Module):
+    """A torch module running a weights-only network description, masked for export.
+
+    ``forward(obs, action_mask)`` returns the logits of :func:`connectx_gym.files.forward_layers`
+    with illegal columns (``action_mask == 0``) set to :data:`MASKED_LOGIT`.
+    """
+
+    def __init__(self, weights: WeightsFile) -> None:
+        super().__init__()
+        _check_ops(weights.layers)
+        self.geometry = weights.geometry
+        self.layers = weights.layers
+        self.names = {name: f"p{index}" for index, name in enumerate(sorted(weights.params))}
+        for name, buffer_name in self.names.items():
+            self.register_buffer(buffer_name, torch.from_numpy(weights.params[name].copy()))
+
+    def _param(self, name: str) -> torch.Tensor:
+        return getattr(self, self.names[name])
+
+    def forward(self, obs: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
+        """Masked logits ``[N, columns]`` of a batch of observations."""
+        logits = self._run(self.layers, obs, {})
+        return torch.where(action_mask > 0.5, logits, torch.full_like(logits, MASKED_LOGIT))
+
+    def _run(self, layers: list, x: torch.Tensor, saved: dict[str, torch.Tensor]) -> torch.Tensor:
+        # One branch per op of forward_layers, in torch: the same arithmetic, so the same logits.
+        for layer in layers:
+            op = layer["op"]
+            if op == "ones_plane":
+                x = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
+            elif op == "input_planes":
+                occupied = x[:, 0] + x[:, 1]
+                below = torch.cat([occupied[:, 1:], torch.ones_like(occupied[:, :1])], dim=1)
+                saved["landing"] = (1 - occupied) * below
+                x = torch.cat([x, torch.ones_like(x[:, :1]), saved["landing"][:, None]], dim=1)
+            elif op == "gather_landing":
+                x = (x[:, 0] * saved["landing"]).sum(dim=1)
+            elif op == "branches":
+                outputs = [self._run(body, x, saved) for body in layer["branches"]]
+                x = torch.cat([out.flatten(1) for out in outputs], dim=1)
+            elif op == "linear_plus_prefix":
+                weight = self._param(layer["weight"])
+                prefix = x[:, : weight.shape[0]]
+                x = functional.linear(x, weight, self._param(layer["bias"])) + prefix
+            elif op == "conv":
+                weight = self._param(layer["weight"])
+                padding = (weight.shape[2] // 2, weight.shape[3] // 2)
+                x = functional.conv2d(x, weight, self._param(layer["bias"]), padding=padding)
+            elif op == "linear":
+                x = functional.linear(x, self._param(layer["weight"]), self._param(layer["bias"]))
+            elif op == "relu":
+                x = torch.relu(x)
+            elif op == "tanh":
+                x = torch.tanh(x)
+            elif op == "flatten":
+                x = x.flatten(1)
+            elif op == "residual":
+                x = x + self._run(layer["body"], x, saved)
+        return x
+
+
+def _check_ops(layers: list) -> None:
+    for layer in layers:
+        if layer["op"] not in _OPS:
+            raise ValueError(f"cannot export layer op {layer['op']!r} to ONNX")
+        for body in [layer.get("body"), *(layer.get("branches") or [])]:
+            if body is not None:
+                _check_ops(body)
+
+
+def random_positions(
+    geometry: Geometry, count: int, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray]:
+    """``count`` positions of games played at random, the game not over: observations
+    ``[count, 2, rows, columns]`` and legal masks ``[count, columns]``, float32."""
+    boards: list[Board] = []
+    while len(boards) < count:
+        board = Board(geometry, 0, 0, 0)
+        for _ in range(int(rng.integers(0, geometry.cells))):
+            board = board.play(int(rng.choice(board.legal_moves())))
+            if board.is_terminal():
+                break
+        if not board.is_terminal():
+            boards.append(board)
+    obs = np.stack([board.to_planes() for board in boards]).astype(np.float32)
+    masks = np.stack([board.legal_mask() for board in boards]).astype(np.float32)
+    return obs, masks
+
+
+def onnx_logits(path: str | Path, obs: np.ndarray, action_mask: np.ndarray) -> np.ndarray:
+    """Run an exported agent with onnxruntime: its ``logits`` for a batch."""
+    try:
+        import onnxruntime
+    except ImportError as error:
+        raise ImportError(f"{ONNX_HINT} ({error})") from None
+    session = onnxruntime.InferenceSession(str(path), providers=["CPUExecutionProvider"])
+    feeds = {
+        "obs": np.asarray(obs, dtype=np.float32),
+        "action_mask": np.asarray(action_mask, dtype=np.float32),
+    }
+    return session.run(["logits"], feeds)[0]
+
+
+def _load(model: Path) -> WeightsFile:
+    if not model.is_file():
+        raise FileNotFoundError(f"no such model file: {model}")
+    suffix = model.suffix.lower()
+    if suffix == ".npz":
+        return load_weights(model)
+    if suffix == ".zip":
+        from train.export import weights_from_sb3
+
+        return weights_from_sb3(model)
+    raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
+
+
+def export_onnx(
+    model: str | Path | WeightsFile, output: str | Path = "agent.onnx", check: int = CHECK_POSITIONS
+) -> Path:
+    """Write ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or a :class:`WeightsFile`) as an
+    ONNX graph to ``output`` (see the module docstring for its inputs and output).
+
+    Before the file is written, onnxruntime runs the graph on ``check`` random positions and its
+    logits must equal the numpy forward pass's (``ValueError`` otherwise). Raises
+    ``FileNotFoundError`` for a missing model, ``ValueError`` for one that is not a connectx-gym
+    network and ``ImportError`` (with the install hint) when onnx or onnxruntime is missing.
+    """
+    try:
+        import onnx
+        import onnxruntime  # noqa: F401 - the check below needs it
+        import onnxscript  # noqa: F401 - torch's ONNX exporter needs it
+    except ImportError as error:
+        raise ImportError(f"{ONNX_HINT} ({error})") from None
+    weights = model if isinstance(model, WeightsFile) else _load(Path(model))
+    g = weights.geometry
+    module = LayersModule(weights).eval()
+    example = (torch.zeros(2, 2, g.rows, g.columns), torch.ones(2, g.columns))
+    batch = torch.export.Dim("batch")
+    output = Path(output)
+    temporary = output.with_name(output.name + ".tmp")
+    exporter_log = logging.getLogger("torch.onnx")
+    level = exporter_log.level
+    exporter_log.setLevel(logging.ERROR)  # notes about optional torchvision operators
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the exporter's deprecation and renaming notes
+        program: Any = torch.onnx.export(
+            module,
+            example,
+            input_names=["obs", "action_mask"],
+            output_names=["logits"],
+            opset_version=OPSET,
+            dynamo=True,
+            external_data=False,
+            dynamic_shapes={"obs": {0: batch}, "action_mask": {0: batch}},
+            verbose=False,
+        )
+    exporter_log.setLevel(level)
+    proto = program.model_proto
+    for key, value in (("rows", g.rows), ("columns", g.columns), ("inarow", g.inarow)):
+        entry = proto.metadata_props.add()
+        entry.key, entry.value = f"connectx.{key}", str(value)
+    proto.doc_string = (
+        f"connectx-gym agent for {g.rows}x{g.columns}, {g.inarow} in a row: obs [N, 2, rows, "
+        "columns] and action_mask [N, columns] (float32) -> logits [N, columns], illegal "
+        f"columns at {MASKED_LOGIT:g}; argmax is the move."
+    )
+    onnx.checker.check_model(proto)
+    onnx.save(proto, temporary)
+    try:
+        if check:
+            _check_export(temporary, weights, check)
+        temporary.replace(output)
+    finally:
+        temporary.unlink(missing_ok=True)
+    return output
+
+
+def _check_export(path: Path, weights: WeightsFile, count: int) -> None:
+    obs, masks = random_positions(weights.geometry, count, np.random.default_rng(0))
+    got = onnx_logits(path, obs, masks)
+    expected = forward_layers(weights.layers, weights.params, obs)
+    expected = np.where(masks > 0, expected, MASKED_LOGIT)
+    error = float(np.max(np.abs(got - expected) / (1 + np.abs(expected))))
+    if not error <= 1e-4:
+        raise ValueError(f"the ONNX graph's logits differ from the network's (error {error:.2g})")
