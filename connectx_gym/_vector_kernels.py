@@ -14,6 +14,7 @@ as they are on ``object`` arrays of Python integers for larger boards.
 from __future__ import annotations
 
 import importlib.util
+import sys
 from types import FunctionType, ModuleType
 
 import numpy as np
@@ -38,6 +39,7 @@ def compiled() -> ModuleType:
         assert spec is not None
         assert spec.loader is not None
         module = importlib.util.module_from_spec(spec)
+        sys.modules[module.__name__] = module  # numba's cache finds the module by name
         spec.loader.exec_module(module)
         module.has_line = jit(has_line)
         for name in KERNELS:
@@ -162,6 +164,4 @@ def for_geometry(fits_64_bits: bool) -> ModuleType:
     """The compiled kernels for boards of up to 64 bits, else this module on Python integers."""
     if fits_64_bits:
         return compiled()
-    import sys
-
     return sys.modules[__name__]
