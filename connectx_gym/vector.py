@@ -132,15 +132,16 @@ class ConnectXVectorEnv(VectorEnv):
 
     def _policy_indices(self, opponent: Any) -> np.ndarray:
         specs = self._per_board("opponent", opponent, lambda spec: spec)
-        made: dict[int, int] = {}
+        made: dict[Any, int] = {}
         indices = np.empty(self.num_envs, dtype=np.int64)
         for i, spec in enumerate(specs):
-            if id(spec) not in made:  # one policy object per distinct spec given
+            key = spec if isinstance(spec, str) else id(spec)  # one policy per distinct spec
+            if key not in made:
                 policy = make_policy(spec)
-                made[id(spec)] = len(self._policies)
+                made[key] = len(self._policies)
                 self._policies.append(policy)
                 self._names.append(spec if isinstance(spec, str) else repr(policy))
-            indices[i] = made[id(spec)]
+            indices[i] = made[key]
         return indices
 
     def set_opponent(self, opponent: Any, boards: Sequence[int] | np.ndarray | None = None) -> None:
