@@ -60,4 +60,10 @@ register_policy("solver", "baselines.solver:SolverPolicy")
 register_policy("file", "connectx_gym.files:load_policy_file")
 
 # The env enforces reset-before-step itself, so Gymnasium's OrderEnforcing layer is left out.
-_register_env(id="ConnectX-v0", entry_point="connectx_gym.env:ConnectXEnv", order_enforce=False)
+# ``gymnasium.make_vec("ConnectX-v0", num_envs=N)`` builds the batched env (connectx_gym.vector).
+_register_env(
+    id="ConnectX-v0",
+    entry_point="connectx_gym.env:ConnectXEnv",
+    vector_entry_point="connectx_gym.vector:ConnectXVectorEnv",
+    order_enforce=False,
+)

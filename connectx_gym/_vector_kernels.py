@@ -1,0 +1,167 @@
+"""Kernels of the batched env: loops over boards built on the rules of :mod:`connectx_gym.bitboard`.
+
+Each board ``i`` is two integers, as in :mod:`connectx_gym.bitboard`: ``agent[i]`` holds the
+agent's stones and ``mask[i]`` every stone (the opponent's stones are ``agent[i] ^ mask[i]``), in
+Pons' layout (bit ``column * height + h``, a sentinel bit on top of each column). ``winner[i]`` is
+-1 while the game goes on, then 0 (draw) or the winning mark.
+
+The functions are plain Python on integer arrays. :func:`connectx_gym.vector.kernels` runs them
+compiled by numba (``int64`` arrays, ``prange`` over boards) when the board fits in 64 bits, the
+win check being the very :func:`~connectx_gym.bitboard.has_line` compiled for the single env, and
+as they are on ``object`` arrays of Python integers for larger boards.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from types import FunctionType, ModuleType
+
+import numpy as np
+from numba import prange
+
+from connectx_gym._jit import jit
+from connectx_gym.bitboard import has_line
+
+KERNELS = ("play_columns", "legal_masks", "write_planes", "random_columns", "clear_boards")
+#: Compile with ``parallel=True``: ``prange`` spreads the boards of a kernel over numba's threads.
+PARALLEL = False
+_compiled: list[ModuleType] = []
+
+
+def compiled() -> ModuleType:
+    """A second copy of this module whose kernels are numba-compiled and call the compiled
+    :func:`has_line` of the single env (the very same dispatcher)."""
+    if not _compiled:
+        import numba
+
+        spec = importlib.util.spec_from_file_location(f"{__name__}.__jit__", __file__)
+        assert spec is not None
+        assert spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module.__name__] = module  # numba's cache finds the module by name
+        spec.loader.exec_module(module)
+        module.has_line = jit(has_line)
+        for name in KERNELS:
+            function: FunctionType = getattr(module, name)
+            setattr(module, name, numba.njit(cache=True, parallel=PARALLEL)(function))
+        _compiled.append(module)
+    return _compiled[0]
+
+
+def play_columns(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    agent_mark: np.ndarray,
+    winner: np.ndarray,
+    boards: np.ndarray,
+    columns: np.ndarray,
+    by_agent: bool,
+    height: int,
+    inarow: int,
+    size: int,
+    cells: int,
+) -> None:
+    """Drop a stone in ``columns[k]`` (legal: checked by the caller) on board ``boards[k]``, for
+    the agent (``by_agent``) or its opponent; end the game on a line (``winner`` the mover's mark)
+    or a full board (``winner`` 0). Nobody has ``inarow`` stones before ply ``2 * inarow - 1``."""
+    for k in prange(boards.shape[0]):
+        i = boards[k]
+        base = int(columns[k]) * height
+        column_bits = ((1 << (height - 1)) - 1) << base
+        bit = (mask[i] + (1 << base)) & column_bits
+        board_mask = mask[i] | bit
+        mask[i] = board_mask
+        if by_agent:
+            agent[i] = agent[i] | bit
+            stones = agent[i]
+            mark = agent_mark[i]
+        else:
+            stones = agent[i] ^ board_mask
+            mark = 3 - agent_mark[i]
+        played = moves[i] + 1
+        moves[i] = played
+        if played >= 2 * inarow - 1 and has_line(stones, height, inarow, size):
+            winner[i] = mark
+        elif played == cells:
+            winner[i] = 0
+
+
+def legal_masks(
+    mask: np.ndarray, winner: np.ndarray, rows: int, height: int, out: np.ndarray
+) -> None:
+    """``out[i, c]`` = 1 when column ``c`` of board ``i`` is open and the game goes on, else 0."""
+    columns = out.shape[1]
+    for i in prange(mask.shape[0]):
+        playing = winner[i] < 0
+        for c in range(columns):
+            top = (mask[i] >> (c * height + rows - 1)) & 1
+            out[i, c] = 1 if playing and top == 0 else 0
+
+
+def write_planes(
+    agent: np.ndarray, mask: np.ndarray, boards: np.ndarray, rows: int, height: int, out: np.ndarray
+) -> None:
+    """``out[i]`` = the ``(2, rows, columns)`` planes of board ``i`` for each ``i`` in ``boards``:
+    plane 0 the agent's stones, plane 1 the opponent's, row 0 at the top."""
+    columns = out.shape[3]
+    for k in prange(boards.shape[0]):
+        i = boards[k]
+        mine = agent[i]
+        theirs = agent[i] ^ mask[i]
+        for c in range(columns):
+            for r in range(rows):
+                bit = c * height + rows - 1 - r
+                out[i, 0, r, c] = (mine >> bit) & 1
+                out[i, 1, r, c] = (theirs >> bit) & 1
+
+
+def random_columns(
+    mask: np.ndarray,
+    boards: np.ndarray,
+    uniforms: np.ndarray,
+    rows: int,
+    height: int,
+    columns: int,
+    out: np.ndarray,
+) -> None:
+    """``out[k]``: the open column of board ``boards[k]`` at index ``int(uniforms[k] * open)``
+    among its open ones, as :class:`~connectx_gym.policy.RandomPolicy` picks it."""
+    for k in prange(boards.shape[0]):
+        board_mask = mask[boards[k]]
+        count = 0
+        for c in range(columns):
+            if (board_mask >> (c * height + rows - 1)) & 1 == 0:
+                count += 1
+        chosen = int(uniforms[k] * count)
+        out[k] = -1
+        for c in range(columns):
+            if (board_mask >> (c * height + rows - 1)) & 1 == 0:
+                if chosen == 0:
+                    out[k] = c
+                    break
+                chosen -= 1
+
+
+def clear_boards(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    winner: np.ndarray,
+    boards: np.ndarray,
+) -> None:
+    """Empty the boards ``boards`` for a new game."""
+    for k in prange(boards.shape[0]):
+        i = boards[k]
+        agent[i] = 0
+        mask[i] = 0
+        moves[i] = 0
+        winner[i] = -1
+
+
+def for_geometry(fits_64_bits: bool) -> ModuleType:
+    """The compiled kernels for boards of up to 64 bits, else this module on Python integers."""
+    if fits_64_bits:
+        return compiled()
+    return sys.modules[__name__]
