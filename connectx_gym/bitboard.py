@@ -33,6 +33,8 @@ from typing import Any, NamedTuple
 import numpy as np
 
 __all__ = [
+    "MAX_CELLS",
+    "MAX_SIDE",
     "Board",
     "Geometry",
     "column_mask",
@@ -41,6 +43,13 @@ __all__ = [
     "possible_moves",
     "winning_cells",
 ]
+
+
+#: The largest board: at most ``MAX_SIDE`` rows, columns and discs in a row, and at most
+#: ``MAX_CELLS`` cells (64 x 64, 1 x 1024, ...). :class:`Geometry` refuses anything larger before
+#: building anything, so a hostile file or spec cannot make it allocate or compute for minutes.
+MAX_SIDE = 1024
+MAX_CELLS = 4096
 
 
 def column_mask(column: int, height: int) -> int:
@@ -112,7 +121,8 @@ def winning_cells(stones: int, empty: int, height: int, inarow: int, size: int) 
 class Geometry:
     """Board dimensions and the bit masks derived from them.
 
-    ``rows``, ``columns`` and ``inarow`` are whole numbers >= 1, as Kaggle's ``connectx`` accepts.
+    ``rows``, ``columns`` and ``inarow`` are whole numbers >= 1, as Kaggle's ``connectx`` accepts,
+    up to :data:`MAX_SIDE` each, with at most :data:`MAX_CELLS` cells (``ValueError`` beyond).
     """
 
     __slots__ = (
@@ -137,13 +147,21 @@ class Geometry:
                 raise TypeError(f"{name} must be an integer, got {value!r}")
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
+            if value > MAX_SIDE:
+                raise ValueError(f"{name} must be <= {MAX_SIDE}, got {value}")
+        if rows * columns > MAX_CELLS:
+            raise ValueError(
+                f"a board of {rows} x {columns} = {rows * columns} cells is larger than the "
+                f"largest supported ({MAX_CELLS} cells)"
+            )
         self.rows = int(rows)
         self.columns = int(columns)
         self.inarow = int(inarow)
         self.height = self.rows + 1
         self.size = self.columns * self.height
         self.cells = self.rows * self.columns
-        self.bottom = sum(1 << (c * self.height) for c in range(self.columns))
+        # One bit per column (a base-2**height repunit), computed in one division, not a loop.
+        self.bottom = ((1 << self.size) - 1) // ((1 << self.height) - 1)
         self.board = self.bottom * ((1 << self.rows) - 1)
         self.top = self.bottom << (self.rows - 1)
         #: The board fits a machine word: rules and search run numba-compiled on ``int64``.

@@ -181,3 +181,63 @@ def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
     result = json.loads(out)
     assert result["positions"] + result["unsolved"] == 3
     assert 0 <= result["correct"] <= result["positions"]
+
+
+def test_help_lists_every_command_without_importing_any() -> None:
+    from connectx_gym.cli import COMMANDS
+
+    code = (
+        "import sys\n"
+        "from connectx_gym.cli import main\n"
+        "try:\n"
+        "    main(['--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "loaded = [m for m in sys.modules if m.startswith(('train', 'baselines', 'torch',\n"
+        "          'connectx_gym.commands.'))]\n"
+        "assert not loaded, loaded\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120
+    )
+    assert completed.returncode == 0, completed.stderr
+    for name, command in COMMANDS.items():
+        assert name in completed.stdout
+        assert command.help[:20] in completed.stdout.replace("\n", " ")
+
+
+@pytest.mark.parametrize("name", ["train", "evaluate", "tournament", "play", "export-kaggle"])
+def test_every_command_has_help(capsys: pytest.CaptureFixture[str], name: str) -> None:
+    code, out, _ = run(capsys, name, "--help")
+    assert code == 0
+    assert f"connectx {name}" in out
+
+
+def test_every_command_module_has_the_command_shape() -> None:
+    from connectx_gym.cli import COMMANDS
+
+    for name, command in COMMANDS.items():
+        try:
+            module = command.load()
+        except ImportError:  # an extra that is not installed
+            continue
+        assert callable(module.add_arguments), name
+        assert callable(module.run), name
+
+
+def test_noise_suffix_in_every_command(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    code, out, err = run(capsys, "evaluate", "onestep~0.25", "random~0.5", "--games", "2")
+    assert code == 0, err
+    assert "onestep~0.25" in out
+    png = tmp_path / "t.png"
+    argv = ["tournament", "random", "onestep~0.5", "--games", "2", "--png", "", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert {p["player"] for p in json.loads(out)["players"]} == {"random", "onestep~0.5"}
+    assert not png.exists()
+    monkeypatch.setattr("builtins.input", lambda prompt="": "q")
+    code, out, err = run(capsys, "play", "--opponent", "random~0.1")
+    assert code == 0, err
+    assert "bye" in out

@@ -1,0 +1,95 @@
+"""The core's ``connectx`` subcommands (evaluate, tournament, play) and what every command shares.
+
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; the registry of
+subcommands is :data:`connectx_gym.cli.COMMANDS`. The argument types here reject bad values with a
+one-line argparse error, so no number reaches the code outside its range.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Callable
+
+__all__ = [
+    "MAX_GAMES",
+    "MAX_SEED",
+    "CommandError",
+    "add_board",
+    "add_seed",
+    "bounded_int",
+    "check_board",
+    "positive_float",
+    "positive_int",
+]
+
+#: The most games one command plays (per pairing in a tournament).
+MAX_GAMES = 10_000_000
+#: Seeds are whole numbers in ``[0, MAX_SEED]``.
+MAX_SEED = 2**63 - 1
+
+
+class CommandError(Exception):
+    """A problem with the user's input, reported as one line on stderr."""
+
+
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in ``[low, high]``."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+        if value < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {value}")
+        if value > high:
+            raise argparse.ArgumentTypeError(f"must be <= {high}, got {text}")
+        return value
+
+    parse.__name__ = "whole number"
+    return parse
+
+
+positive_int = bounded_int(1, MAX_GAMES)
+
+
+def positive_float(text: str) -> float:
+    """An argparse type: a finite number > 0 (seconds, for instance)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"must be a finite number > 0, got {text!r}")
+    return value
+
+
+positive_float.__name__ = "number"
+
+
+def add_board(parser: argparse.ArgumentParser) -> None:
+    """``--rows``, ``--columns`` and ``--inarow`` (checked against the env's largest board)."""
+    from connectx_gym.bitboard import MAX_SIDE
+
+    side = bounded_int(1, MAX_SIDE)
+    parser.add_argument("--rows", type=side, default=6, help="board rows (default 6)")
+    parser.add_argument("--columns", type=side, default=7, help="board columns (7)")
+    parser.add_argument("--inarow", type=side, default=4, help="discs to win (4)")
+
+
+def add_seed(parser: argparse.ArgumentParser, default: int | None = 0, what: str = "") -> None:
+    """``--seed``: a whole number in ``[0, MAX_SEED]``."""
+    parser.add_argument(
+        "--seed",
+        type=bounded_int(0, MAX_SEED),
+        default=default,
+        help=f"seed{what} (default {default})",
+    )
+
+
+def check_board(args: argparse.Namespace) -> None:
+    """Refuse a board larger than the env accepts (one line naming the limit)."""
+    from connectx_gym.bitboard import Geometry
+
+    Geometry(args.rows, args.columns, args.inarow)

@@ -1,0 +1,38 @@
+"""``connectx evaluate A B``: a match between two policies, seats alternating."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from connectx_gym.commands import add_board, add_seed, check_board, positive_int
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("player_a", metavar="A", help="policy spec or saved agent")
+    parser.add_argument("player_b", metavar="B", help="policy spec or saved agent")
+    parser.add_argument("--games", type=positive_int, default=100, help="games (default 100)")
+    add_seed(parser, what=" of the match")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_board(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectx_gym.match import play_match
+
+    check_board(args)
+    result = play_match(
+        args.player_a, args.player_b, args.games, args.seed, args.rows, args.columns, args.inarow
+    )
+    if args.json:
+        print(json.dumps(result.to_dict()))
+        return 0
+    low, high = result.interval
+    print(f"{result.player_a} vs {result.player_b}, {result.games} games, seats alternating")
+    print(f"  wins {result.wins}  draws {result.draws}  losses {result.losses}")
+    print(f"  score {result.score:.3f}  95% CI {low:.3f}-{high:.3f}")
+    print(f"  illegal moves: A {result.illegal_a}, B {result.illegal_b}")
+    print(f"  ms per move: A {result.ms_per_move_a:.3f}, B {result.ms_per_move_b:.3f}")
+    return 0

@@ -1,0 +1,63 @@
+"""``connectx tournament SPEC SPEC...``: a round robin with Elo ratings and a plot."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from connectx_gym.commands import (
+    CommandError,
+    add_board,
+    add_seed,
+    bounded_int,
+    check_board,
+    positive_int,
+)
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("players", nargs="+", metavar="SPEC", help="two or more players")
+    parser.add_argument("--games", type=positive_int, default=20, help="games per pairing")
+    add_seed(parser)
+    parser.add_argument(
+        "--bootstrap", type=bounded_int(0, 100_000), default=1000, help="bootstrap resamples"
+    )
+    parser.add_argument("--png", default="tournament.png", help="ratings plot ('' for none)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_board(parser)
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectx_gym.tournament import run_tournament
+
+    check_board(args)
+    if len(args.players) < 2:
+        raise CommandError("a tournament needs at least two players")
+
+    def progress(done: int, total: int, match: Any) -> None:
+        if not args.json:
+            print(f"[{done}/{total}] {match.summary()}", file=sys.stderr)
+
+    result = run_tournament(
+        args.players,
+        args.games,
+        args.seed,
+        args.rows,
+        args.columns,
+        args.inarow,
+        bootstrap=args.bootstrap,
+        progress=progress,
+    )
+    print(json.dumps(result.to_dict()) if args.json else result.table())
+    if args.png:
+        try:
+            path = result.plot(args.png)
+        except ImportError:
+            print("connectx: matplotlib is not installed: no PNG written", file=sys.stderr)
+        else:
+            print(f"plot: {path}", file=sys.stderr)
+    return 0

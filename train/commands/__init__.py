@@ -1,0 +1,1 @@
+"""The training package's ``connectx`` subcommands (see :data:`connectx_gym.cli.COMMANDS`)."""

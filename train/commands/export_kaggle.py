@@ -1,0 +1,20 @@
+"""``connectx export-kaggle MODEL``: a self-contained Kaggle ``main.py`` (numpy only)."""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("model", help="weights-only .npz or SB3 .zip (needs the train extra)")
+    parser.add_argument("-o", "--output", default="main.py", help="output file (main.py)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from train.export import export_kaggle
+
+    path = export_kaggle(args.model, args.output)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): submit it as your Kaggle agent")
+    return 0

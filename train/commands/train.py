@@ -1,0 +1,52 @@
+"""``connectx train``: train a MaskablePPO agent (with no flags, the README's default run)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from connectx_gym.commands import CommandError
+from train.config import add_arguments as _add_config_arguments
+
+__all__ = ["add_arguments", "run"]
+
+EXIT_INTERRUPTED = 130
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _add_config_arguments(parser)  # train.config needs no torch
+
+
+def run(args: argparse.Namespace) -> int:
+    from train.config import TrainConfig, config_from_args
+
+    try:
+        from train.trainer import RunInterruptedError, train
+    except ImportError as error:
+        raise CommandError(
+            f'training needs the train extra: pip install "connectx-gym[train]" ({error})'
+        ) from None
+    base = None
+    if args.resume:
+        saved = Path(args.out or TrainConfig().out) / "config.json"
+        if not saved.is_file():
+            raise CommandError(f"nothing to resume: {saved} does not exist")
+        try:
+            data = json.loads(saved.read_text())
+            base = TrainConfig.from_json(data)
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise CommandError(
+                f"cannot resume: {saved} is not a saved config ({error!r})"
+            ) from None
+    config = config_from_args(args, base)
+    try:
+        report = train(config)
+    except RunInterruptedError as stop:
+        print(f"connectx: {stop}", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    for spec, result in report["panel"].items():
+        low, high = result["ci95"]
+        print(f"  {spec:<20} score {result['score']:.3f} [95% CI {low:.3f}-{high:.3f}]")
+    return 0
