@@ -1,4 +1,4 @@
-"""Generate the labelled positions of :mod:`baselines.perfect_play` (``baselines/data/positions.npz``).
+"""Generate the labelled positions of :mod:`baselines.perfect_play` (``data/positions.npz``).
 
 Run ``python -m baselines.make_positions`` (the defaults made the shipped file; see
 ``baselines/data/README.md``, which this script writes next to the data).
@@ -82,7 +82,7 @@ def phase_bounds(geometry: Geometry) -> dict[str, tuple[int, int]]:
     cells = geometry.cells
     starts = [max(round(s * cells / 42), 1) for s in PHASES.values()]
     ends = [*(s - 1 for s in starts[1:]), cells - 1]
-    return {name: (s, e) for name, s, e in zip(PHASES, starts, ends) if s <= e}
+    return {name: (s, e) for name, s, e in zip(PHASES, starts, ends, strict=True) if s <= e}
 
 
 def canonical_key(geometry: Geometry, moves: Sequence[int]) -> tuple[int, int]:

@@ -23,7 +23,7 @@ def wilson_reference(wins: float, n: int, z: float = 1.96) -> tuple[float, float
 @pytest.mark.parametrize("games", [1, 2, 7, 10])
 def test_first_mover_wins_race_and_seats_alternate(games: int) -> None:
     # Both stack their own column: whoever moves first completes four on its 4th move.
-    result = play_match(Column(0), Column(6), games=games, seed=3)
+    result = play_match(Column(0), Column(6), games=games, seed=3, openings="none")
     a_first = (games + 1) // 2
     assert (result.wins, result.losses, result.draws) == (a_first, games - a_first, 0)
     assert [record.first for record in result.records] == [i % 2 for i in range(games)]
@@ -51,7 +51,7 @@ def test_draws_count_half() -> None:
 
 
 def test_match_json_and_summary_agree() -> None:
-    result = play_match(Column(0), Column(6), games=4, seed=0)
+    result = play_match(Column(0), Column(6), games=4, seed=0, openings="none")
     summary = result.to_dict()
     assert summary["wins"] + summary["draws"] + summary["losses"] == summary["games"] == 4
     assert summary["ci95"] == list(result.interval)
