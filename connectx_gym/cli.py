@@ -63,7 +63,7 @@ COMMANDS: dict[str, Command] = {
         "train.commands.export_kaggle", "write a self-contained Kaggle main.py from a model"
     ),
     "accuracy": Command(
-        "baselines.commands.accuracy", "share of a policy's moves that keep the exact game value"
+        "baselines.commands.accuracy", "mistake rate against perfect play, per game phase"
     ),
 }
 
