@@ -101,6 +101,7 @@ class MatchResult:
     seconds_a: float = 0.0
     seconds_b: float = 0.0
     records: list[GameRecord] = field(default_factory=list, repr=False)
+    openings: str = "none"  # the opening set's name, or "custom" for a list of move sequences
 
     @property
     def score(self) -> float:
@@ -138,6 +139,7 @@ class MatchResult:
             "illegal_b": self.illegal_b,
             "ms_per_move_a": self.ms_per_move_a,
             "ms_per_move_b": self.ms_per_move_b,
+            "openings": self.openings,
         }
         if with_games:
             summary["records"] = [asdict(record) for record in self.records]
@@ -222,6 +224,7 @@ def play_match(
         raise ValueError(f"games must be a whole number >= 1, got {games!r}")
     a, b = make_policy(player_a), make_policy(player_b)
     result = MatchResult(_label(player_a, a), _label(player_b, b))
+    result.openings = _openings_label(openings, opening_list)
     sequence = np.random.SeedSequence(seed)
     if isinstance(openings, str) or openings is None:
         order_seed = np.random.SeedSequence(sequence.entropy, spawn_key=(_ORDER_KEY,))
@@ -319,6 +322,14 @@ def read_games(path: str | Path) -> list[dict[str, Any]]:
                 raise ValueError(f"{path}:{number}: not a saved game: {error}") from None
             games.append(game)
     return games
+
+
+def _openings_label(openings: Openings, resolved: list[tuple[int, ...]]) -> str:
+    if isinstance(openings, str):
+        return openings
+    if openings is None:  # the default set, or the longest that exists on a tiny board
+        return {0: "none", 1: "one-ply", 2: "two-ply"}[len(resolved[0])]
+    return "custom"
 
 
 def _label(spec: PolicyLike, policy: Policy) -> str:
