@@ -48,6 +48,7 @@ __all__ = [
     "PHASES",
     "PLAYERS",
     "canonical_key",
+    "label_position",
     "main",
     "phase_bounds",
     "sample_positions",
@@ -132,6 +133,16 @@ def sample_positions(
                 seen.add(key)
                 found[name].append(moves[:ply])
     return found, games
+
+
+def label_position(solver: Solver, moves: Sequence[int], node_limit: int | None) -> np.ndarray:
+    """The exact score of every column after ``moves`` (int8, :data:`ILLEGAL` where full).
+
+    Raises :class:`~baselines.solver.SearchLimitError` when not proven within ``node_limit``.
+    """
+    board = Board.from_moves(solver.geometry, moves)
+    scores = solver.move_scores(board, node_limit=node_limit)
+    return np.where(np.isnan(scores), ILLEGAL, scores).astype(np.int8)
 
 
 def _save(path: Path, geometry: Geometry, labelled: list[dict[str, Any]], meta: dict) -> None:
@@ -259,9 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if moves is None:
                 raise RuntimeError(f"ran out of {name} candidates: raise --spare")
             try:
-                scores = solver.move_scores(
-                    Board.from_moves(geometry, moves), node_limit=args.node_limit
-                )
+                scores = label_position(solver, moves, args.node_limit)
             except SearchLimitError:
                 skipped[name] += 1
                 continue
@@ -270,7 +279,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             labelled.append(
                 {
                     "moves": moves,
-                    "scores": np.where(np.isnan(scores), ILLEGAL, scores).astype(np.int8),
+                    "scores": scores,
                     "phase": phase_index[name],
                     "split": 1 if split == "test" else 0,
                 }

@@ -12,12 +12,13 @@ Named sets (:data:`OPENING_SETS`), resolved for a board by :func:`resolve_openin
 
 - ``"two-ply"`` (default): all legal two-ply openings that do not end the game;
 - ``"one-ply"``: each first move (``columns`` openings);
-- ``"three-ply"``: all ``columns ** 3`` three-ply openings (686 on 6x7, 1,372 games);
+- ``"three-ply"``: all ``columns ** 3`` three-ply openings (343 on 6x7, 686 games);
 - ``"none"``: only the empty board (the old protocol: every game starts on the empty board).
 
 Any sequence of move sequences (0-based columns) is accepted as a custom set. ``None`` means the
-default set, or on boards where no two-ply opening leaves the game running (one row, or lines of
-two), the one-ply set, else the empty board.
+default set, or on boards where no two-ply opening leaves the game running (a single cell, a
+single column of one or two rows, or lines of one or two stones), the one-ply set, else the empty
+board.
 """
 
 from __future__ import annotations
@@ -64,8 +65,7 @@ def resolve_openings(openings: Openings, geometry: Geometry) -> list[tuple[int, 
     ends the game.
     """
     if openings is None:
-        # The default set; on boards too small for two plies (1 row, or a line of 2 or fewer),
-        # the longest that exists.
+        # The default set; on boards too small for it, the longest set that exists.
         for plies in (OPENING_SETS[DEFAULT_OPENINGS], 1, 0):
             found = ply_openings(geometry, plies)
             if found:
