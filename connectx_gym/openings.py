@@ -17,7 +17,7 @@ Named sets (:data:`OPENING_SETS`), resolved for a board by :func:`resolve_openin
 
 Any sequence of move sequences (0-based columns) is accepted as a custom set. ``None`` means the
 default set, or on boards where no two-ply opening leaves the game running (a single cell, a
-single column of one or two rows, or lines of one or two stones), the one-ply set, else the empty
+single column of one or two rows, or lines of one stone), the one-ply set, else the empty
 board.
 """
 
