@@ -168,6 +168,13 @@ def _save(path: Path, geometry: Geometry, labelled: list[dict[str, Any]], meta: 
 
 def _readme(meta: dict[str, Any]) -> str:
     g = meta["geometry"]
+    skipped_text = ", ".join(
+        f"{name} {meta['skipped'][name]} of "
+        f"{meta['skipped'][name] + sum(meta['counts'][name].values())} candidates"
+        for name in meta["phases"]
+    )
+    if not meta.get("complete", True):
+        skipped_text += " (generation stopped before the end: counts are what was labelled)"
     lines = [
         "# Labelled positions for measuring play against the exact solver",
         "",
@@ -177,8 +184,9 @@ def _readme(meta: dict[str, Any]) -> str:
         "`baselines.perfect_play.load_positions()`; measure a policy with "
         "`connectx accuracy SPEC` or `baselines.perfect_play.evaluate_policy(SPEC)`.",
         "",
-        f"Made by `{meta['command']}` (seed {meta['seed']}) in {meta['seconds']:.0f} s on one "
-        f"core, from {meta['games']} games between these players, drawn at random for each "
+        f"Made by `{meta['command']}` (seed {meta['seed']}) in {meta['seconds'] / 60:.0f} "
+        "minutes of wall time (one process, on a 2-core machine shared with other work), "
+        f"from {meta['games']} games between these players, drawn at random for each "
         f"seat: {', '.join(f'`{p}`' for p in meta['players'])}.",
         "",
         "One position per phase per game (a random ply of the phase), deduplicated up to the "
@@ -199,9 +207,10 @@ def _readme(meta: dict[str, Any]) -> str:
         )
     lines += [
         "",
-        f"Node cap per position: {meta['node_limit']:,} solver nodes (deterministic; about "
-        "5-10 s on one core). Skipped positions were replaced by the next candidate of their "
-        "phase, so the hardest positions of a phase are slightly under-represented.",
+        f"Node cap per position: {meta['node_limit']:,} solver nodes (deterministic: the same "
+        "positions on any machine; about 5 s on one core). A candidate not proven within the cap "
+        "was skipped and replaced by the next candidate of its phase, so the hardest positions of "
+        f"a phase are under-represented: {skipped_text}.",
         "",
         "Arrays: `moves` int8 [n, cells] (0-based columns, padded with -1), `plies` int8 [n], "
         f"`scores` int8 [n, columns] ({ILLEGAL} for a full column), `phase` int8 [n] (index "
@@ -227,7 +236,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=2026)
     parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--no-readme", action="store_true", help="do not write README.md")
+    parser.add_argument(
+        "--readme-only", action="store_true", help="only (re)write README.md from --output"
+    )
     args = parser.parse_args(argv)
+    if args.readme_only:
+        with np.load(args.output, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+        args.output.with_name("README.md").write_text(_readme(meta), encoding="utf-8")
+        return 0
 
     started = time.perf_counter()
     geometry = Geometry(args.rows, args.columns, args.inarow)
