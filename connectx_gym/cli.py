@@ -64,7 +64,7 @@ COMMANDS: dict[str, Command] = {
     ),
     "export-onnx": Command("train.commands.export_onnx", "write an ONNX graph of a model's policy"),
     "accuracy": Command(
-        "baselines.commands.accuracy", "share of a policy's moves that keep the exact game value"
+        "baselines.commands.accuracy", "mistake rate against perfect play, per game phase"
     ),
 }
 

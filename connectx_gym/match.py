@@ -1,23 +1,62 @@
 """Matches between two policies: seats alternating, scores with 95% confidence intervals.
 
 No torch needed: any policy spec (``"minimax:depth=3"``), saved agent file or :class:`Policy` works.
+
+**Protocol.** By default every game starts from an opening of :mod:`connectx_gym.openings`: all
+two-ply openings (49 on 6x7), each played once from each seat, so a default match is 98 games.
+Deterministic players that start on the empty board replay a handful of lines; varied openings
+measure play, not memory. ``openings="none"`` restores the old protocol (empty board), and any
+named set or list of move sequences may be given. Games ``2k`` and ``2k + 1`` play the same
+opening with the seats swapped (A has mark 1 in even games). Named sets are played in an order
+shuffled by the seed, so a match shorter than the full set still draws openings from all columns;
+a custom list is played in its order. Game ``i`` draws its randomness from child ``i`` of
+``numpy.random.SeedSequence(seed)``, so a match is reproduced by its seed.
+
+**Saved games** (``play_match(..., save_games=PATH)``, ``connectx evaluate/tournament
+--save-games FILE.jsonl``): one JSON object per line and game::
+
+    {"rows": 6, "columns": 7, "inarow": 4,
+     "players": ["minimax:depth=3", "random"],   # specs of mark 1 and mark 2
+     "moves": [3, 2, 3, 3, ...],                 # 0-based columns, the opening included
+     "opening_plies": 2,                         # how many of the moves are the opening
+     "winner": 1,                                # 0 draw, else the winner's mark (1 or 2)
+     "illegal": null,                            # mark whose illegal answer ended the game
+     "game": 0, "seed": 0}                       # game index in its match, the match's seed
+
+Replaying ``moves`` from the empty board gives the recorded winner (a game ended by an illegal
+answer stops before it: ``winner`` is then the other mark and ``illegal`` says who).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 import numpy as np
 
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.openings import Openings, resolve_openings
 from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
 from connectx_gym.registry import make_policy
 
-__all__ = ["GameRecord", "MatchResult", "play_game", "play_match", "wilson_interval"]
+__all__ = [
+    "GameRecord",
+    "MatchResult",
+    "game_to_json",
+    "play_game",
+    "play_match",
+    "read_games",
+    "wilson_interval",
+]
+
+#: Spawn key of the generator that orders a named opening set (game generators use 0, 1, ...).
+_ORDER_KEY = 1 << 32
 
 PolicyLike = str | Policy | Callable[..., Any]
 
@@ -42,6 +81,7 @@ class GameRecord:
     winner: int  # 0 draw, 1 player A, 2 player B
     illegal: int | None = None  # the player (1 A, 2 B) whose illegal answer ended the game
     illegal_answer: str | None = None
+    opening_plies: int = 0  # how many of ``moves`` were the opening
 
 
 @dataclass
@@ -61,6 +101,7 @@ class MatchResult:
     seconds_a: float = 0.0
     seconds_b: float = 0.0
     records: list[GameRecord] = field(default_factory=list, repr=False)
+    openings: str = "none"  # the opening set's name, or "custom" for a list of move sequences
 
     @property
     def score(self) -> float:
@@ -98,6 +139,7 @@ class MatchResult:
             "illegal_b": self.illegal_b,
             "ms_per_move_a": self.ms_per_move_a,
             "ms_per_move_b": self.ms_per_move_b,
+            "openings": self.openings,
         }
         if with_games:
             summary["records"] = [asdict(record) for record in self.records]
@@ -156,56 +198,138 @@ def play_game(
 def play_match(
     player_a: PolicyLike,
     player_b: PolicyLike,
-    games: int = 100,
+    games: int | None = None,
     seed: int | None = 0,
     rows: int = 6,
     columns: int = 7,
     inarow: int = 4,
-    openings: Sequence[Sequence[int]] | None = None,
+    openings: Openings = None,
     progress: Callable[[int, int], None] | None = None,
+    save_games: str | Path | IO[str] | None = None,
 ) -> MatchResult:
     """Play ``games`` games between A and B, A taking mark 1 in even games and mark 2 in odd ones.
 
-    Each game draws its randomness from its own generator spawned from ``seed``. ``openings``, if
-    given, are cycled through: each is played from both seats. ``progress(done, games)`` is called
-    after every game.
+    ``openings`` is a set of :mod:`connectx_gym.openings` (``None``: all two-ply openings;
+    ``"none"``: the empty board) or a list of move sequences; games ``2k`` and ``2k + 1`` play
+    the same opening from both seats. ``games=None`` plays each opening from both seats once (98
+    games on 6x7), or 100 games with ``openings="none"``. ``save_games`` (a path, or an open text
+    file) receives one JSON line per game (format in the module docstring). ``progress(done,
+    games)`` is called after every game. See the module docstring for the protocol.
     """
-    if games < 1:
-        raise ValueError(f"games must be >= 1, got {games}")
-    a, b = make_policy(player_a), make_policy(player_b)
     geometry = Geometry(rows, columns, inarow)
+    opening_list = resolve_openings(openings, geometry)
+    if games is None:
+        games = 100 if opening_list == [()] else 2 * len(opening_list)
+    if isinstance(games, bool) or not isinstance(games, (int, np.integer)) or games < 1:
+        raise ValueError(f"games must be a whole number >= 1, got {games!r}")
+    a, b = make_policy(player_a), make_policy(player_b)
     result = MatchResult(_label(player_a, a), _label(player_b, b))
-    generators = [np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(games)]
+    result.openings = _openings_label(openings, opening_list)
+    sequence = np.random.SeedSequence(seed)
+    if isinstance(openings, str) or openings is None:
+        order_seed = np.random.SeedSequence(sequence.entropy, spawn_key=(_ORDER_KEY,))
+        permutation = np.random.default_rng(order_seed).permutation(len(opening_list))
+        opening_list = [opening_list[i] for i in permutation]
+    generators = [np.random.default_rng(s) for s in sequence.spawn(games)]
     clock, move_counts = [0.0, 0.0], [0, 0]
-    for index, rng in enumerate(generators):
-        a_first = index % 2 == 0
-        opening = openings[(index // 2) % len(openings)] if openings else ()
-        seats = [a, b] if a_first else [b, a]
-        game_clock, game_moves = [0.0, 0.0], [0, 0]
-        moves, winner, illegal, answer = play_game(
-            seats, geometry, rng, opening, game_clock, game_moves
-        )
-        a_seat = 0 if a_first else 1
-        clock[0] += game_clock[a_seat]
-        clock[1] += game_clock[1 - a_seat]
-        move_counts[0] += game_moves[a_seat]
-        move_counts[1] += game_moves[1 - a_seat]
-        winner_player = 0 if winner == 0 else (1 if (winner == 1) == a_first else 2)
-        illegal_player = None if illegal is None else (1 if (illegal == 1) == a_first else 2)
-        result.games += 1
-        result.wins += winner_player == 1
-        result.losses += winner_player == 2
-        result.draws += winner_player == 0
-        result.illegal_a += illegal_player == 1
-        result.illegal_b += illegal_player == 2
-        result.records.append(
-            GameRecord(moves, 0 if a_first else 1, winner_player, illegal_player, answer)
-        )
-        if progress is not None:
-            progress(index + 1, games)
+    with ExitStack() as stack:
+        out = None
+        if save_games is not None:
+            out = save_games if hasattr(save_games, "write") else None
+            if out is None:
+                out = stack.enter_context(open(save_games, "w", encoding="utf-8"))  # type: ignore[arg-type]
+        for index, rng in enumerate(generators):
+            a_first = index % 2 == 0
+            opening = opening_list[(index // 2) % len(opening_list)]
+            seats = [a, b] if a_first else [b, a]
+            game_clock, game_moves = [0.0, 0.0], [0, 0]
+            moves, winner, illegal, answer = play_game(
+                seats, geometry, rng, opening, game_clock, game_moves
+            )
+            a_seat = 0 if a_first else 1
+            clock[0] += game_clock[a_seat]
+            clock[1] += game_clock[1 - a_seat]
+            move_counts[0] += game_moves[a_seat]
+            move_counts[1] += game_moves[1 - a_seat]
+            winner_player = 0 if winner == 0 else (1 if (winner == 1) == a_first else 2)
+            illegal_player = None if illegal is None else (1 if (illegal == 1) == a_first else 2)
+            result.games += 1
+            result.wins += winner_player == 1
+            result.losses += winner_player == 2
+            result.draws += winner_player == 0
+            result.illegal_a += illegal_player == 1
+            result.illegal_b += illegal_player == 2
+            record = GameRecord(
+                moves, 0 if a_first else 1, winner_player, illegal_player, answer, len(opening)
+            )
+            result.records.append(record)
+            if out is not None:
+                labels = [result.player_a, result.player_b]
+                players = labels if a_first else labels[::-1]
+                out.write(json.dumps(game_to_json(record, geometry, players, index, seed)) + "\n")
+                out.flush()
+            if progress is not None:
+                progress(index + 1, games)
     result.seconds_a, result.seconds_b = clock
     result.moves_a, result.moves_b = move_counts
     return result
+
+
+def game_to_json(
+    record: GameRecord, geometry: Geometry, players: Sequence[str], game: int, seed: int | None
+) -> dict[str, Any]:
+    """One saved game (the format of the module docstring); ``players`` by mark."""
+
+    # The record's winner and illegal are players (1 A, 2 B); the file speaks of marks.
+    def mark(player: int | None) -> int | None:
+        if player is None or player == 0:
+            return player
+        return 1 if (player == 1) == (record.first == 0) else 2
+
+    return {
+        "rows": geometry.rows,
+        "columns": geometry.columns,
+        "inarow": geometry.inarow,
+        "players": list(players),
+        "moves": [int(c) for c in record.moves],
+        "opening_plies": record.opening_plies,
+        "winner": mark(record.winner),
+        "illegal": mark(record.illegal),
+        "game": game,
+        "seed": seed,
+    }
+
+
+def read_games(path: str | Path) -> list[dict[str, Any]]:
+    """The games of a saved-games file, each checked by replaying its moves.
+
+    Raises ``ValueError`` naming the line when a game is malformed, its moves are illegal, or
+    they do not lead to the recorded winner.
+    """
+    games = []
+    with open(path, encoding="utf-8") as lines:
+        for number, line in enumerate(lines, 1):
+            if not line.strip():
+                continue
+            try:
+                game = json.loads(line)
+                geometry = Geometry(game["rows"], game["columns"], game["inarow"])
+                board = Board.from_moves(geometry, game["moves"])
+                winner = board.winner() or 0
+                if game.get("illegal") is None and winner != game["winner"]:
+                    raise ValueError(f"moves end with winner {winner}, not {game['winner']}")
+            except (ValueError, KeyError, TypeError) as error:
+                raise ValueError(f"{path}:{number}: not a saved game: {error}") from None
+            games.append(game)
+    return games
+
+
+def _openings_label(openings: Openings, resolved: list[tuple[int, ...]]) -> str:
+    if isinstance(openings, str):
+        return openings
+    if openings is None:  # the default set, or the longest that exists on a tiny board
+        return {0: "none", 1: "one-ply", 2: "two-ply"}[len(resolved[0])]
+    return "custom"
 
 
 def _label(spec: PolicyLike, policy: Policy) -> str:

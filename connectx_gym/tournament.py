@@ -1,6 +1,7 @@
 """Round-robin tournaments with Elo ratings and 95% intervals.
 
-Every pair of players meets in :func:`connectx_gym.match.play_match` (seats alternating). Ratings
+Every pair of players meets in :func:`connectx_gym.match.play_match` (seats alternating, from the
+match's opening set: by default all two-ply openings from both seats, 98 games on 6x7). Ratings
 are the maximum-likelihood Bradley-Terry model on the scores (a draw counts half a win), put on the
 Elo scale (400 log10) with the mean rating at 1500. To keep the estimate finite when a player wins
 or loses every game, each pair also gets one virtual draw (a weak prior towards equal strength,
@@ -15,13 +16,15 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 import numpy as np
 
 from connectx_gym.match import MatchResult, PolicyLike, play_match
+from connectx_gym.openings import Openings
 
 __all__ = ["TournamentResult", "bradley_terry_elo", "run_tournament", "short_label"]
 
@@ -200,17 +203,21 @@ def short_label(name: str, width: int = 18) -> str:
 
 def run_tournament(
     players: Sequence[PolicyLike],
-    games: int = 20,
+    games: int | None = None,
     seed: int | None = 0,
     rows: int = 6,
     columns: int = 7,
     inarow: int = 4,
     bootstrap: int = 1000,
     progress: Callable[[int, int, MatchResult], None] | None = None,
+    openings: Openings = None,
+    save_games: str | Path | IO[str] | None = None,
 ) -> TournamentResult:
     """Every pair of ``players`` plays ``games`` games (seats alternating); Elo with 95% intervals.
 
-    ``progress(done, total, match)`` is called after each pairing.
+    ``openings`` and ``games`` are as in :func:`connectx_gym.match.play_match` (default: every
+    two-ply opening from both seats). ``save_games`` collects every game of every pairing in one
+    JSON-lines file. ``progress(done, total, match)`` is called after each pairing.
     """
     if len(players) < 2:
         raise ValueError("a tournament needs at least two players")
@@ -225,16 +232,23 @@ def run_tournament(
     scores = np.zeros((n, n))
     played = np.zeros((n, n))
     matches = []
-    for index, (i, j) in enumerate(pairs):
-        match_seed = int(seeds[index].generate_state(1)[0])
-        match = play_match(players[i], players[j], games, match_seed, rows, columns, inarow)
-        match.player_a, match.player_b = labels[i], labels[j]
-        matches.append(match)
-        scores[i, j] = match.wins + match.draws / 2
-        scores[j, i] = games - scores[i, j]
-        played[i, j] = played[j, i] = games
-        if progress is not None:
-            progress(index + 1, len(pairs), match)
+    with ExitStack() as stack:
+        out = save_games
+        if save_games is not None and not hasattr(save_games, "write"):
+            out = stack.enter_context(open(save_games, "w", encoding="utf-8"))  # type: ignore[arg-type]
+        for index, (i, j) in enumerate(pairs):
+            match_seed = int(seeds[index].generate_state(1)[0])
+            match = play_match(
+                players[i], players[j], games, match_seed, rows, columns, inarow,
+                openings=openings, save_games=out,
+            )  # fmt: skip
+            match.player_a, match.player_b = labels[i], labels[j]
+            matches.append(match)
+            scores[i, j] = match.wins + match.draws / 2
+            scores[j, i] = match.games - scores[i, j]
+            played[i, j] = played[j, i] = match.games
+            if progress is not None:
+                progress(index + 1, len(pairs), match)
     elo = bradley_terry_elo(scores, played)
     low, high = elo.copy(), elo.copy()
     if bootstrap:
@@ -244,8 +258,9 @@ def run_tournament(
             resampled = np.zeros((n, n))
             for i, j in pairs:
                 expected = 1 / (1 + 10 ** ((elo[j] - elo[i]) / 400))
-                resampled[i, j] = rng.binomial(2 * games, expected) / 2
-                resampled[j, i] = games - resampled[i, j]
+                pair_games = int(played[i, j])
+                resampled[i, j] = rng.binomial(2 * pair_games, expected) / 2
+                resampled[j, i] = pair_games - resampled[i, j]
             samples[b] = bradley_terry_elo(resampled, played, iterations=2000)
         # Refitting shrinks towards 1500 once more (the prior): centre the spread on the estimate.
         spread = samples - samples.mean(axis=0)

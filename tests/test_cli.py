@@ -180,22 +180,13 @@ def test_entry_point_and_light_imports() -> None:
 
 def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
     pytest.importorskip("baselines.solver")
-    code, out, err = run(
-        capsys,
-        "accuracy",
-        "onestep",
-        "--games",
-        "1",
-        "--limit",
-        "3",
-        "--time-limit",
-        "0.3",
-        "--json",
-    )
+    code, out, err = run(capsys, "accuracy", "onestep", "--json")
     assert code == 0, err
     result = json.loads(out)
-    assert result["positions"] + result["unsolved"] == 3
-    assert 0 <= result["correct"] <= result["positions"]
+    assert result["split"] == "test"
+    overall = result["overall"]
+    assert overall["positions"] == sum(p["positions"] for p in result["phases"].values())
+    assert 0 <= overall["mistakes"] <= overall["positions"]
 
 
 def test_help_lists_every_command_without_importing_any() -> None:

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from scripted_policies import Column, Illegal
 
-from connectx_gym.match import play_match, wilson_interval
+from connectx_gym.match import play_match, read_games, wilson_interval
+from connectx_gym.tournament import run_tournament
 
 
 def wilson_reference(wins: float, n: int, z: float = 1.96) -> tuple[float, float]:
@@ -23,7 +26,7 @@ def wilson_reference(wins: float, n: int, z: float = 1.96) -> tuple[float, float
 @pytest.mark.parametrize("games", [1, 2, 7, 10])
 def test_first_mover_wins_race_and_seats_alternate(games: int) -> None:
     # Both stack their own column: whoever moves first completes four on its 4th move.
-    result = play_match(Column(0), Column(6), games=games, seed=3)
+    result = play_match(Column(0), Column(6), games=games, seed=3, openings="none")
     a_first = (games + 1) // 2
     assert (result.wins, result.losses, result.draws) == (a_first, games - a_first, 0)
     assert [record.first for record in result.records] == [i % 2 for i in range(games)]
@@ -51,7 +54,7 @@ def test_draws_count_half() -> None:
 
 
 def test_match_json_and_summary_agree() -> None:
-    result = play_match(Column(0), Column(6), games=4, seed=0)
+    result = play_match(Column(0), Column(6), games=4, seed=0, openings="none")
     summary = result.to_dict()
     assert summary["wins"] + summary["draws"] + summary["losses"] == summary["games"] == 4
     assert summary["ci95"] == list(result.interval)
@@ -94,3 +97,71 @@ def test_wilson_matches_reference_and_contains_score(games: int, data: st.DataOb
     wider_low, wider_high = wilson_interval(score, games, z=2.58)
     assert wider_low <= low + eps
     assert high <= wider_high + eps
+
+
+def test_hand_checked_custom_opening() -> None:
+    # After 1, 2 it is mark 1's turn: Column(0) and Column(6) stack; mark 1 gets four first.
+    result = play_match(Column(0), Column(6), games=2, seed=0, openings=[[1, 2]])
+    assert [r.moves for r in result.records] == [
+        [1, 2, 0, 6, 0, 6, 0, 6, 0],
+        [1, 2, 6, 0, 6, 0, 6, 0, 6],
+    ]
+    assert [r.winner for r in result.records] == [1, 2]
+    assert result.openings == "custom"
+
+
+def test_saved_games_replay_to_the_recorded_winner(tmp_path: Path) -> None:
+    path = tmp_path / "games.jsonl"
+    result = play_match(
+        "minimax:depth=1~0.3", "random", games=12, seed=7, rows=5, columns=6, save_games=path
+    )
+    games = read_games(path)  # replays every game and checks its winner
+    assert len(games) == 12
+    for index, (game, record) in enumerate(zip(games, result.records, strict=True)):
+        assert (game["rows"], game["columns"], game["inarow"]) == (5, 6, 4)
+        assert game["game"] == index
+        assert game["seed"] == 7
+        assert game["opening_plies"] == 2
+        assert game["moves"] == record.moves
+        assert game["players"] == (
+            ["minimax:depth=1~0.3", "random"]
+            if index % 2 == 0
+            else ["random", "minimax:depth=1~0.3"]
+        )
+        # The file speaks of marks, the record of players (1 is A).
+        a_mark = 1 if index % 2 == 0 else 2
+        expected = 0 if record.winner == 0 else (a_mark if record.winner == 1 else 3 - a_mark)
+        assert game["winner"] == expected
+        assert game["illegal"] is None
+
+
+def test_saved_games_record_illegal_answers(tmp_path: Path) -> None:
+    path = tmp_path / "games.jsonl"
+    play_match("random", Illegal(), games=2, seed=0, save_games=path)
+    games = read_games(path)
+    assert [g["illegal"] for g in games] == [2, 1]  # Illegal has mark 2, then mark 1
+    assert [g["winner"] for g in games] == [1, 2]
+
+
+def test_read_games_refuses_a_wrong_winner(tmp_path: Path) -> None:
+    path = tmp_path / "games.jsonl"
+    play_match(Column(0), Column(6), games=1, seed=0, openings="none", save_games=path)
+    game = json.loads(path.read_text())
+    game["winner"] = 2
+    path.write_text(json.dumps(game) + "\n")
+    with pytest.raises(ValueError, match=r"games.jsonl:1: .*winner"):
+        read_games(path)
+
+
+def test_empty_board_protocol_is_still_available() -> None:
+    result = play_match("minimax:depth=2", "minimax:depth=2", games=4, seed=0, openings="none")
+    assert result.openings == "none"
+    assert all(record.opening_plies == 0 for record in result.records)
+    assert play_match("random", "random", seed=0, openings="none").games == 100
+
+
+def test_tournament_saves_every_game(tmp_path: Path) -> None:
+    path = tmp_path / "games.jsonl"
+    result = run_tournament(["random", "onestep", Column(3)], games=4, bootstrap=0, save_games=path)
+    games = read_games(path)
+    assert len(games) == 3 * 4 == sum(match.games for match in result.matches)

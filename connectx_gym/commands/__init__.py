@@ -16,6 +16,7 @@ __all__ = [
     "MAX_SEED",
     "CommandError",
     "add_board",
+    "add_match_protocol",
     "add_seed",
     "bounded_int",
     "check_board",
@@ -76,6 +77,22 @@ def add_board(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--rows", type=side, default=6, help="board rows (default 6)")
     parser.add_argument("--columns", type=side, default=7, help="board columns (7)")
     parser.add_argument("--inarow", type=side, default=4, help="discs to win (4)")
+
+
+def add_match_protocol(parser: argparse.ArgumentParser) -> None:
+    """``--openings`` (a set of :mod:`connectx_gym.openings`) and ``--save-games FILE.jsonl``."""
+    from connectx_gym.openings import DEFAULT_OPENINGS, OPENING_SETS
+
+    parser.add_argument(
+        "--openings",
+        choices=tuple(OPENING_SETS),
+        default=DEFAULT_OPENINGS,
+        help=f"opening set each game starts from, from both seats ({DEFAULT_OPENINGS}; "
+        "none: the empty board)",
+    )
+    parser.add_argument(
+        "--save-games", default=None, metavar="FILE", help="write every game to a JSON-lines file"
+    )
 
 
 def add_seed(parser: argparse.ArgumentParser, default: int | None = 0, what: str = "") -> None:

@@ -5,7 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 
-from connectx_gym.commands import add_board, add_seed, check_board, positive_int
+from connectx_gym.commands import (
+    add_board,
+    add_match_protocol,
+    add_seed,
+    check_board,
+    positive_int,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -13,7 +19,13 @@ __all__ = ["add_arguments", "run"]
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("player_a", metavar="A", help="policy spec or saved agent")
     parser.add_argument("player_b", metavar="B", help="policy spec or saved agent")
-    parser.add_argument("--games", type=positive_int, default=100, help="games (default 100)")
+    parser.add_argument(
+        "--games",
+        type=positive_int,
+        default=None,
+        help="games (default: every opening from both seats, 98 on 6x7)",
+    )
+    add_match_protocol(parser)
     add_seed(parser, what=" of the match")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_board(parser)
@@ -24,13 +36,17 @@ def run(args: argparse.Namespace) -> int:
 
     check_board(args)
     result = play_match(
-        args.player_a, args.player_b, args.games, args.seed, args.rows, args.columns, args.inarow
-    )
+        args.player_a, args.player_b, args.games, args.seed, args.rows, args.columns, args.inarow,
+        openings=args.openings, save_games=args.save_games,
+    )  # fmt: skip
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0
     low, high = result.interval
-    print(f"{result.player_a} vs {result.player_b}, {result.games} games, seats alternating")
+    print(
+        f"{result.player_a} vs {result.player_b}, {result.games} games, seats alternating, "
+        f"openings: {args.openings}"
+    )
     print(f"  wins {result.wins}  draws {result.draws}  losses {result.losses}")
     print(f"  score {result.score:.3f}  95% CI {low:.3f}-{high:.3f}")
     print(f"  illegal moves: A {result.illegal_a}, B {result.illegal_b}")

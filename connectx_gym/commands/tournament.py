@@ -10,6 +10,7 @@ from typing import Any
 from connectx_gym.commands import (
     CommandError,
     add_board,
+    add_match_protocol,
     add_seed,
     bounded_int,
     check_board,
@@ -21,7 +22,13 @@ __all__ = ["add_arguments", "run"]
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("players", nargs="+", metavar="SPEC", help="two or more players")
-    parser.add_argument("--games", type=positive_int, default=20, help="games per pairing")
+    parser.add_argument(
+        "--games",
+        type=positive_int,
+        default=None,
+        help="games per pairing (default: every opening from both seats)",
+    )
+    add_match_protocol(parser)
     add_seed(parser)
     parser.add_argument(
         "--bootstrap", type=bounded_int(0, 100_000), default=1000, help="bootstrap resamples"
@@ -51,6 +58,8 @@ def run(args: argparse.Namespace) -> int:
         args.inarow,
         bootstrap=args.bootstrap,
         progress=progress,
+        openings=args.openings,
+        save_games=args.save_games,
     )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     if args.png:
