@@ -91,15 +91,16 @@ def read_position(body: Any, need_mark: bool = False) -> Board:
     if len(cells) != geometry.cells:
         raise ApiError(f"board must have rows * columns = {geometry.cells} cells, got {len(cells)}")
     mark = body.get("mark")
-    if mark is None and need_mark:
-        raise ApiError("mark (1 or 2, the player to move) is required")
     if mark is not None and (isinstance(mark, bool) or mark not in (1, 2)):
         raise ApiError(f"mark must be 1 or 2, got {mark!r}")
     config = Struct(rows=rows, columns=columns, inarow=inarow)
     try:
-        return Board.from_kaggle(cells, config, mark)
+        board = Board.from_kaggle(cells, config, mark)
     except ValueError as error:
         raise ApiError(f"impossible board: {error}") from None
+    if mark is None and need_mark:
+        raise ApiError("mark (1 or 2, the player to move) is required")
+    return board
 
 
 def describe(board: Board) -> dict[str, Any]:

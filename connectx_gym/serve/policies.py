@@ -79,7 +79,7 @@ def _model_path(name: str, models: Path | None) -> Path:
 
 
 def _check_parameter(key: str, value: Any) -> None:
-    if isinstance(value, str):
+    if isinstance(value, str) and key not in LIMITS:
         checked_spec(value, None, nested=True)
         return
     if key in LIMITS:
