@@ -186,6 +186,8 @@ function readSize() {
 }
 
 async function newGame() {
+  game.generation++;  // answers for the previous game are dropped
+  setStatus("Starting a new game…");
   const size = readSize();
   if (![size.rows, size.columns, size.inarow].every(Number.isInteger)) {
     setStatus("rows, columns and in-a-row must be whole numbers", true);
