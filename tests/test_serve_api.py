@@ -269,3 +269,36 @@ def test_http_errors_are_json(client) -> None:
 def test_a_bad_default_opponent_is_refused_at_start() -> None:
     with pytest.raises(ValueError, match="unknown policy"):
         create_app("nosuch")
+
+
+def test_serve_command_listens_on_localhost_by_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], models: Path
+) -> None:
+    from connectx_gym.cli import main
+
+    calls = []
+    monkeypatch.setattr(
+        "werkzeug.serving.run_simple", lambda host, port, app, **kw: calls.append((host, port))
+    )
+    assert main(["serve", "--models", str(models), "--opponent", "sub/first.py"]) == 0
+    assert calls == [("127.0.0.1", 8000)]
+    assert "http://127.0.0.1:8000/" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve", "--models", "/no/such/dir"], "not a directory"),
+        (["serve", "--opponent", "nosuch"], "unknown policy"),
+        (["serve", "--opponent", "/etc/passwd.py"], "--models"),
+    ],
+)
+def test_serve_command_refuses_bad_input_in_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    from connectx_gym.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
