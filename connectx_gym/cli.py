@@ -59,6 +59,9 @@ COMMANDS: dict[str, Command] = {
     "evaluate": Command("connectx_gym.commands.evaluate", "play A against B, seats alternating"),
     "tournament": Command("connectx_gym.commands.tournament", "round robin with Elo ratings"),
     "play": Command("connectx_gym.commands.play", "play against a policy in the terminal"),
+    "serve": Command(
+        "connectx_gym.commands.serve", "play, replay and analyse games in the browser"
+    ),
     "export-kaggle": Command(
         "train.commands.export_kaggle", "write a self-contained Kaggle main.py from a model"
     ),

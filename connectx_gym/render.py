@@ -12,10 +12,20 @@ _BOARD_BLUE = np.array([25, 70, 190], dtype=np.uint8)
 _CELL = 40
 
 
-def board_to_ansi(grid: np.ndarray, footer: str = "") -> str:
-    """A ``(rows, columns)`` array of marks as text: ``X`` mark 1, ``O`` mark 2, column numbers."""
-    lines = [" ".join(row) for row in _SYMBOLS[grid]]
-    lines.append(" ".join(str(c % 10) for c in range(grid.shape[1])))
+#: ANSI colours of the marks for :func:`board_to_ansi` (``colour=True``): red X, yellow O.
+_COLOURED = np.array([".", "\x1b[1;31mX\x1b[0m", "\x1b[1;33mO\x1b[0m"])
+
+
+def board_to_ansi(
+    grid: np.ndarray, footer: str = "", *, first_column: int = 0, colour: bool = False
+) -> str:
+    """A ``(rows, columns)`` array of marks as text: ``X`` mark 1, ``O`` mark 2, column numbers.
+
+    Columns are numbered from ``first_column`` (0 as the API counts, 1 for people; the last digit
+    only); ``colour=True`` paints the marks with ANSI escapes (red X, yellow O).
+    """
+    lines = [" ".join(row) for row in (_COLOURED if colour else _SYMBOLS)[grid]]
+    lines.append(" ".join(str((c + first_column) % 10) for c in range(grid.shape[1])))
     if footer:
         lines.append(footer)
     return "\n".join(lines) + "\n"

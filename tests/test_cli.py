@@ -81,8 +81,8 @@ def test_tournament_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) 
 def test_play_reads_moves_from_stdin(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    # Against a 1-row, 4-column board with 2 in a row, typing 0 then 1 wins unless blocked.
-    answers = iter(["9", "x", "0", "q"])
+    # Columns are numbered 1-4 for people: 0 and 9 are refused, as is a word.
+    answers = iter(["9", "x", "0", "1", "q"])
     monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
     code, out, err = run(
         capsys,
@@ -99,8 +99,23 @@ def test_play_reads_moves_from_stdin(
         "3",
     )
     assert code == 0, err
-    assert out.count("not a legal column") == 2
+    assert out.count("not a legal column") == 3
+    assert "legal: 1 2 3 4" in out
+    assert "1 2 3 4\n" in out  # the column numbers under the board
+    assert "X . . ." in out  # the move typed as 1 went into the first column
+    assert "\x1b[" not in out  # no colour when stdout is not a terminal
     assert "bye" in out
+
+
+def test_play_colours_the_discs_when_asked(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answers = iter(["2", "q"])
+    monkeypatch.setattr("builtins.input", lambda prompt="": next(answers))
+    code, out, err = run(capsys, "play", "--opponent", "random", "--color", "always")
+    assert code == 0, err
+    assert "\x1b[1;31mX\x1b[0m" in out
+    assert "1 2 3 4 5 6 7" in out
 
 
 @pytest.mark.parametrize(

@@ -16,6 +16,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     add_seed(parser, default=None, what=" of the opponent's randomness")
     add_board(parser)
+    parser.add_argument(
+        "--color",
+        choices=("auto", "always", "never"),
+        default="auto",
+        help="colour the discs (auto: on a terminal, unless NO_COLOR is set)",
+    )
+
+
+def _use_colour(choice: str) -> bool:
+    import os
+    import sys
+
+    if choice != "auto":
+        return choice == "always"
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,29 +48,34 @@ def run(args: argparse.Namespace) -> int:
     you = 1 if first == "you" else 2
     board = Board.empty(args.rows, args.columns, args.inarow)
     opponent.reset()
-    symbol = "X" if you == 1 else "O"
+    colour = _use_colour(args.color)
+    symbol = ("X (red)" if colour else "X") if you == 1 else ("O (yellow)" if colour else "O")
+
+    def show(board: Board) -> None:
+        print(board_to_ansi(board.to_array(), first_column=1, colour=colour), end="")
+
     print(
-        f"You play {symbol} against {args.opponent}. Type a column 0-{args.columns - 1}, "
-        "or q to quit."
+        f"You play {symbol} against {args.opponent}. Type a column 1-{args.columns}, or q to quit."
     )
     while not board.is_terminal():
-        print(board_to_ansi(board.to_array()), end="")
+        show(board)
         if board.mark == you:
             line = input("your move: ").strip().lower()  # EOFError on closed stdin: one line
             if line in ("q", "quit", "exit"):
                 print("bye")
                 return 0
-            if not line.isdigit() or len(line) > 6 or not board.can_play(int(line)):
-                print(f"not a legal column; legal: {board.legal_moves()}")
+            legal = [c + 1 for c in board.legal_moves()]
+            if not line.isdigit() or len(line) > 6 or int(line) not in legal:
+                print(f"not a legal column; legal: {' '.join(map(str, legal))}")
                 continue
-            board = board.play(int(line))
+            board = board.play(int(line) - 1)
         else:
             column = opponent.act(board, rng)
             if not board.can_play(int(column)):
                 raise IllegalMoveError(f"{args.opponent} played illegal column {column}")
-            print(f"{args.opponent} plays {column}")
+            print(f"{args.opponent} plays {int(column) + 1}")
             board = board.play(int(column))
-    print(board_to_ansi(board.to_array()), end="")
+    show(board)
     winner = board.winner()
     print("draw" if winner is None else ("you win!" if winner == you else "you lose"))
     return 0

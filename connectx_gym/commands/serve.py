@@ -1,0 +1,46 @@
+"""``connectx serve``: a local web page to play agents, replay saved games and analyse positions."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from connectx_gym.commands import CommandError, bounded_int, positive_float
+
+__all__ = ["add_arguments", "run"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine)"
+    )
+    parser.add_argument("--port", type=bounded_int(0, 65535), default=8000, help="port (8000)")
+    parser.add_argument(
+        "--opponent", default="minimax:depth=3", help="the page's default opponent (a policy spec)"
+    )
+    parser.add_argument(
+        "--models",
+        default=None,
+        help="directory of saved agents (.npz, .py) the page may load; none without it",
+    )
+    parser.add_argument(
+        "--move-timeout",
+        type=positive_float,
+        default=15.0,
+        help="seconds a request waits for a search before a 503 answer (15)",
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    from connectx_gym.serve import create_app
+
+    if args.models is not None and not Path(args.models).is_dir():
+        raise CommandError(f"--models {args.models}: not a directory")
+    app = create_app(args.opponent, models=args.models, move_timeout=args.move_timeout)
+    from werkzeug.serving import run_simple
+
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        print(f"warning: listening on {args.host}: anyone who reaches it can use the page")
+    print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
+    run_simple(args.host, args.port, app, threaded=True)
+    return 0

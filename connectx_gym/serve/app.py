@@ -1,0 +1,316 @@
+"""The Flask app behind ``connectx serve``: the page, and a JSON API usable on its own.
+
+``POST /api/state``, ``/api/move`` and ``/api/analyse`` take a position as Kaggle shows it::
+
+    {"board": [0, 0, ..., 1, 2], "rows": 6, "columns": 7, "inarow": 4, "mark": 1}
+
+(``board``: ``rows * columns`` cells, row 0 at the top, 0 empty, 1 and 2 the marks; ``mark``: the
+player to move, optional except for ``/api/move``) and answer JSON. The position is checked with
+the core's own rules (:meth:`Board.from_kaggle`): a bad request gets a 4xx answer with
+``{"error": "one line"}``, never a traceback. Searches run one at a time on a worker thread and
+each request waits at most ``move_timeout`` seconds (a 503 answer after that); time budgets and
+depths are capped (:data:`connectx_gym.serve.policies.LIMITS`).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from flask import Flask, jsonify, request
+from werkzeug.exceptions import HTTPException
+
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import Struct
+from connectx_gym.registry import list_policies
+from connectx_gym.serve.policies import LIMITS, PolicyCache, SpecError, checked_spec, list_models
+
+__all__ = ["MAX_PAGE_CELLS", "MAX_PAGE_SIDE", "ApiError", "create_app", "winning_line"]
+
+#: The largest board the page and the API take (the env takes larger ones).
+MAX_PAGE_SIDE = 24
+MAX_PAGE_CELLS = 400
+#: Scores of the ``alphabeta`` fallback at or beyond ``WIN - cells`` are proven wins.
+ALPHABETA_WIN = 1e6
+STATIC = Path(__file__).with_name("static")
+
+
+class ApiError(Exception):
+    """A request the API refuses: its HTTP status and a one-line message."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def winning_line(board: Board) -> list[list[int]]:
+    """``[row, column]`` cells (row 0 at the top) of the lines that ended the game, if any."""
+    g = board.geometry
+    stones = board.current ^ board.mask  # the player who just moved
+    cells = 0
+    for step in (1, g.height - 1, g.height, g.height + 1):
+        starts = stones
+        for k in range(1, g.inarow):
+            starts &= stones >> (k * step) if k * step < g.size else 0
+        for k in range(g.inarow):
+            cells |= starts << (k * step)
+    grid = g.unpack(cells & board.mask)
+    return [[int(r), int(c)] for r, c in zip(*np.nonzero(grid), strict=True)]
+
+
+def _whole(body: dict[str, Any], key: str, default: int) -> int:
+    value = body.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ApiError(f"{key} must be a whole number, got {value!r}")
+    if not 1 <= value <= MAX_PAGE_SIDE:
+        raise ApiError(f"{key} must be between 1 and {MAX_PAGE_SIDE}, got {value}")
+    return value
+
+
+def read_position(body: Any, need_mark: bool = False) -> Board:
+    """The board a request describes, checked by the core's rules; raises :class:`ApiError`."""
+    if not isinstance(body, dict):
+        raise ApiError("the request body must be a JSON object")
+    rows, columns = _whole(body, "rows", 6), _whole(body, "columns", 7)
+    inarow = _whole(body, "inarow", 4)
+    if rows * columns > MAX_PAGE_CELLS:
+        raise ApiError(f"at most {MAX_PAGE_CELLS} cells on this server, got {rows}x{columns}")
+    try:
+        geometry = Geometry(rows, columns, inarow)
+    except ValueError as error:
+        raise ApiError(str(error)) from None
+    cells = body.get("board")
+    if not isinstance(cells, list) or not all(
+        isinstance(v, int) and not isinstance(v, bool) for v in cells
+    ):
+        raise ApiError("board must be a list of whole numbers (0 empty, 1 and 2 the marks)")
+    if len(cells) != geometry.cells:
+        raise ApiError(f"board must have rows * columns = {geometry.cells} cells, got {len(cells)}")
+    mark = body.get("mark")
+    if mark is not None and (isinstance(mark, bool) or mark not in (1, 2)):
+        raise ApiError(f"mark must be 1 or 2, got {mark!r}")
+    config = Struct(rows=rows, columns=columns, inarow=inarow)
+    try:
+        board = Board.from_kaggle(cells, config, mark)
+    except ValueError as error:
+        raise ApiError(f"impossible board: {error}") from None
+    if mark is None and need_mark:
+        raise ApiError("mark (1 or 2, the player to move) is required")
+    return board
+
+
+def describe(board: Board) -> dict[str, Any]:
+    """What the page shows of a position: whose turn, legal columns, the winner and its line."""
+    winner = board.winner()
+    return {
+        "board": board.to_kaggle(),
+        "to_move": board.mark,
+        "moves": board.moves,
+        "legal": [] if board.is_terminal() else board.legal_moves(),
+        "terminal": board.is_terminal(),
+        "winner": 0 if winner is None else int(winner),
+        "line": winning_line(board) if winner else [],
+    }
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON: numpy numbers as Python numbers, NaN and infinities as null."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | np.ndarray):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value if isinstance(value, str | int | float | bool) or value is None else str(value)
+
+
+def fallback_scores(board: Board, scores: np.ndarray) -> tuple[list, list]:
+    """The ``alphabeta`` fallback's scores as ``(exact, estimates)`` per column.
+
+    A win or loss alpha-beta proves (``1e6 - s`` for a win made with ``s`` stones on the board)
+    is exact: on the solver's scale it is ``(cells + 2 - s) // 2``. Other columns get ``None`` in
+    ``exact`` and their heuristic value (comparable only with each other) in ``estimates``.
+    """
+    cells = board.geometry.cells
+    exact: list[int | None] = []
+    estimates: list[float | None] = []
+    for value in scores.tolist():
+        if math.isnan(value):
+            exact.append(None)
+            estimates.append(None)
+        elif abs(value) >= ALPHABETA_WIN - cells:
+            stones = round(ALPHABETA_WIN - abs(value))
+            exact.append(int(math.copysign((cells + 2 - stones) // 2, value)))
+            estimates.append(None)
+        else:
+            exact.append(None)
+            estimates.append(round(float(value), 3))
+    return exact, estimates
+
+
+def create_app(
+    opponent: str = "minimax:depth=3",
+    models: str | Path | None = None,
+    move_timeout: float = 15.0,
+    analysis_budget: float = 1.0,
+) -> Flask:
+    """The app: the page at ``/`` and the JSON API under ``/api``.
+
+    ``opponent`` is the page's default opponent; ``models`` the only directory saved agents are
+    loaded from (None: none are); ``move_timeout`` bounds each request's wait for a search;
+    ``analysis_budget`` is the solver's default time budget in seconds.
+    """
+    models_dir = None if models is None else Path(models).resolve()
+    checked_spec(opponent, models_dir)  # refuse a bad default at start-up, not on first use
+    app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
+    app.config["MAX_CONTENT_LENGTH"] = 256 * 1024
+    app.json.sort_keys = False
+    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
+    cache = PolicyCache()
+    app.extensions["connectx"] = {"worker": worker, "cache": cache}
+
+    def run_bounded(job: Any) -> Any:
+        future = worker.submit(job)
+        try:
+            return future.result(timeout=move_timeout)
+        except concurrent.futures.TimeoutError:
+            raise ApiError(
+                f"no answer within {move_timeout:g} s; try a smaller depth or time budget", 503
+            ) from None
+
+    def make(spec: Any) -> Any:
+        try:
+            checked, noise = checked_spec(spec, models_dir)
+        except SpecError as error:
+            raise ApiError(str(error), error.status) from None
+        return lambda: cache.get(checked, noise)
+
+    def body() -> Any:
+        data = request.get_json(silent=True, force=True)
+        if data is None:
+            raise ApiError("the request body must be JSON (Content-Type: application/json)")
+        return data
+
+    @app.errorhandler(ApiError)
+    def api_error(error: ApiError) -> Any:
+        return jsonify(error=str(error)), error.status
+
+    @app.errorhandler(HTTPException)
+    def http_error(error: HTTPException) -> Any:
+        return jsonify(error=f"{error.name}: {error.description}"), error.code
+
+    @app.get("/")
+    def page() -> Any:
+        return app.send_static_file("index.html")
+
+    @app.get("/api/policies")
+    def policies() -> Any:
+        return jsonify(
+            default=opponent,
+            policies=[name for name in list_policies() if name != "file"],
+            models=list_models(models_dir),
+            limits={**LIMITS, "side": MAX_PAGE_SIDE, "cells": MAX_PAGE_CELLS},
+            analysis_budget=analysis_budget,
+        )
+
+    @app.post("/api/state")
+    def state() -> Any:
+        return jsonify(describe(read_position(body())))
+
+    @app.post("/api/move")
+    def move() -> Any:
+        data = body()
+        board = read_position(data, need_mark=True)
+        if board.is_terminal():
+            raise ApiError("the game is over: no move to make")
+        spec = data.get("opponent", opponent)
+        build = make(spec)
+        seed = data.get("seed")
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
+            raise ApiError(f"seed must be a whole number >= 0, got {seed!r}")
+
+        def job() -> tuple[int, dict, float]:
+            policy = build()
+            start = time.perf_counter()
+            column = int(policy.act(board, np.random.default_rng(seed)))
+            return column, dict(policy.last_info), time.perf_counter() - start
+
+        column, info, seconds = run_with_errors(lambda: run_bounded(job))
+        if not board.can_play(column):
+            raise ApiError(f"{spec} answered illegal column {column}", 502)
+        after = board.play(column)
+        return jsonify(
+            column=column,
+            opponent=spec,
+            seconds=round(seconds, 4),
+            info=_plain(info),
+            state=describe(after),
+        )
+
+    @app.post("/api/analyse")
+    def analyse() -> Any:
+        data = body()
+        board = read_position(data)
+        if board.is_terminal():
+            raise ApiError("the game is over: nothing to analyse")
+        budget = data.get("time_budget", analysis_budget)
+        if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
+            raise ApiError(f"time_budget must be a number of seconds > 0, got {budget!r}")
+        budget = min(float(budget), LIMITS["time_budget"])
+        build = make(f"solver:time_budget={budget}")
+
+        def job() -> tuple[np.ndarray, dict, float]:
+            solver = build()
+            start = time.perf_counter()
+            scores = solver.scores(board)
+            return scores, dict(solver.last_info), time.perf_counter() - start
+
+        scores, info, seconds = run_with_errors(lambda: run_bounded(job))
+        proven = bool(info.get("proven"))
+        if proven:
+            values = [None if math.isnan(v) else int(v) for v in scores.tolist()]
+            estimates: list[float | None] = [None] * len(values)
+            note = "exact scores from the solver"
+        else:
+            values, estimates = fallback_scores(board, scores)
+            note = (
+                f"not proven within {budget:g} s: alpha-beta estimates (only the wins and "
+                "losses it proves are exact)"
+            )
+        ranked = np.nan_to_num(scores, nan=-np.inf)
+        best = (
+            [int(c) for c in np.flatnonzero(ranked == ranked.max())]
+            if board.moves < board.geometry.cells
+            else []
+        )
+        return jsonify(
+            scores=values,
+            proven=proven,
+            estimates=estimates,
+            best=best,
+            method="solver" if proven else "alphabeta",
+            note=note,
+            time_budget=budget,
+            seconds=round(seconds, 4),
+            to_move=board.mark,
+        )
+
+    return app
+
+
+def run_with_errors(call: Any) -> Any:
+    """Run a search; its bad-input errors become 400 answers with their one-line message."""
+    try:
+        return call()
+    except ApiError:
+        raise
+    except (ValueError, TypeError, LookupError) as error:
+        raise ApiError(" ".join(str(error).split()) or type(error).__name__) from None
+    except ImportError as error:
+        raise ApiError(f"a package is missing: {error}", 501) from None

@@ -1,0 +1,156 @@
+"""Which policy specs a request may name, and the policies they make, for ``connectx serve``.
+
+A request names its opponent with an ordinary spec (``"minimax:depth=3"``, ``"onestep~0.25"``,
+``"agent.npz"``), but a page reachable over HTTP must not let a request read any file or run for
+ever, so :func:`checked_spec` accepts only
+
+- registered names (not ``file``), with time budgets, depths and table sizes capped
+  (:data:`LIMITS`), and string parameters that are themselves registered specs
+  (``solver:fallback=alphabeta``);
+- saved agents by a path relative to the ``--models`` directory, resolved inside it: ``.npz``
+  weights (never unpickled) and Kaggle ``.py`` agents the person serving put there. SB3 ``.zip``
+  models are refused: loading one unpickles, which runs code from the file.
+
+Every refusal is a :class:`SpecError` with a one-line message (a 400 or 403 answer).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from connectx_gym.policy import NoisyPolicy, Policy
+from connectx_gym.registry import list_policies, make_policy, parse_spec
+
+__all__ = ["LIMITS", "MAX_SPEC_LENGTH", "PolicyCache", "SpecError", "checked_spec", "list_models"]
+
+#: The largest value a request may give each numeric parameter (seconds, plies, entries).
+LIMITS: dict[str, float] = {
+    "time_budget": 5.0,
+    "depth": 7,
+    "max_depth": 12,
+    "fallback_depth": 12,
+    "node_limit": 50_000_000,
+    "table_bits": 24,
+}
+MAX_SPEC_LENGTH = 300
+#: Saved agents the page may load (``.zip`` unpickles, so it is never served).
+SERVED_SUFFIXES = (".npz", ".py")
+
+
+class SpecError(ValueError):
+    """A spec this server refuses; ``status`` is the HTTP status to answer with."""
+
+    def __init__(self, message: str, status: int = 400) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def list_models(models: Path | None) -> list[str]:
+    """Saved agents under ``models``, as the relative paths a request names them by."""
+    if models is None or not models.is_dir():
+        return []
+    found = [p for p in models.rglob("*") if p.is_file() and p.suffix.lower() in SERVED_SUFFIXES]
+    return sorted(p.relative_to(models).as_posix() for p in found)[:500]
+
+
+def _model_path(name: str, models: Path | None) -> Path:
+    if models is None:
+        raise SpecError(
+            f"{name!r}: saved agents are off; start the server with --models DIR", status=403
+        )
+    if name.lower().endswith(".zip"):
+        raise SpecError(
+            f"{name!r}: SB3 .zip models are never loaded over HTTP (loading one unpickles, which "
+            "runs code); use the .npz weights saved next to it",
+            status=403,
+        )
+    if not name.lower().endswith(SERVED_SUFFIXES):
+        raise SpecError(f"{name!r}: saved agents are .npz or .py files", status=400)
+    root = models.resolve()
+    path = (root / name).resolve()
+    if Path(name).is_absolute() or not path.is_relative_to(root):
+        raise SpecError(f"{name!r} is not inside the models directory", status=403)
+    if not path.is_file():
+        raise SpecError(f"no saved agent {name!r} in the models directory", status=404)
+    return path
+
+
+def _check_parameter(key: str, value: Any) -> None:
+    if isinstance(value, str) and key not in LIMITS:
+        checked_spec(value, None, nested=True)
+        return
+    if key in LIMITS:
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, int | float)
+            or not math.isfinite(value)
+        ):
+            raise SpecError(f"{key} must be a number, got {value!r}")
+        if value > LIMITS[key]:
+            raise SpecError(f"{key} must be <= {LIMITS[key]:g} on this server, got {value!r}")
+    elif not (value is None or isinstance(value, bool | int | float)):
+        raise SpecError(f"parameter {key}={value!r} is not allowed on this server")
+
+
+def checked_spec(spec: Any, models: Path | None, nested: bool = False) -> tuple[str, float]:
+    """``(spec to make, noise)`` for a spec a request may use; raises :class:`SpecError`."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise SpecError(f"opponent must be a policy spec (a string), got {spec!r}")
+    if len(spec) > MAX_SPEC_LENGTH:
+        raise SpecError(f"policy spec longer than {MAX_SPEC_LENGTH} characters")
+    spec = spec.strip()
+    names = [name for name in list_policies() if name != "file"]
+    base, tilde, suffix = spec.rpartition("~")
+    noise = 0.0
+    if tilde and not nested:
+        try:
+            noise = float(suffix)
+        except ValueError:
+            raise SpecError(f"noise after '~' must be a number, got {suffix!r}") from None
+        if not 0 <= noise <= 1:
+            raise SpecError(f"noise after '~' must be in [0, 1], got {suffix!r}")
+        spec = base.strip()
+    if spec in names:
+        return spec, noise
+    if spec.lower().endswith((*SERVED_SUFFIXES, ".zip")) and "=" not in spec:
+        if nested:
+            raise SpecError(f"{spec!r}: parameters cannot name files", status=403)
+        return str(_model_path(spec, models)), noise
+    try:
+        name, params = parse_spec(spec)
+    except ValueError as error:
+        raise SpecError(str(error)) from None
+    if name == "file":
+        if nested or set(params) != {"path"} or not isinstance(params["path"], str):
+            raise SpecError("file: takes only path='relative/path.npz'", status=403)
+        return str(_model_path(params["path"], models)), noise
+    if name not in names:
+        raise SpecError(f"unknown policy {name!r}; registered: {', '.join(names)}")
+    for key, value in params.items():
+        _check_parameter(key, value)
+    return spec, noise
+
+
+class PolicyCache:
+    """The last few policies made, by spec (searches keep their tables between requests)."""
+
+    def __init__(self, size: int = 16) -> None:
+        self.size = size
+        self._policies: OrderedDict[tuple[str, float], Policy] = OrderedDict()
+
+    def get(self, spec: str, noise: float = 0.0) -> Policy:
+        """The policy of an already checked spec (made on first use)."""
+        key = (spec, noise)
+        if key in self._policies:
+            self._policies.move_to_end(key)
+            return self._policies[key]
+        policy = make_policy(spec)
+        if noise:
+            policy = NoisyPolicy(policy, noise)
+        self._policies[key] = policy
+        while len(self._policies) > self.size:
+            self._policies.popitem(last=False)
+        return policy

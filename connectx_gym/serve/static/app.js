@@ -1,0 +1,321 @@
+// The connectx serve page: play against a policy, replay saved games, analyse positions.
+// The rules live on the server: every position is sent to /api/state (whose turn, legal columns,
+// winner and its line), /api/move (the opponent's reply) and /api/analyse (the solver's scores).
+"use strict";
+
+const $ = (id) => document.getElementById(id);
+const NAMES = { 1: "red", 2: "yellow" };
+
+const game = {
+  mode: "play",      // "play" or "replay"
+  rows: 6, columns: 7, inarow: 4,
+  moves: [],         // 0-based columns, in order
+  human: 1,          // the mark the person plays (play mode)
+  opponent: "",
+  state: null,       // the last /api/state answer
+  busy: false,
+  generation: 0,     // bumps on every change, so stale answers are dropped
+  saved: [],         // games of the opened .jsonl file
+};
+
+async function api(path, body) {
+  const response = await fetch(path, {
+    method: body === undefined ? "GET" : "POST",
+    headers: { "Content-Type": "application/json" },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  let data;
+  try { data = await response.json(); } catch { data = { error: response.statusText }; }
+  if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
+  return data;
+}
+
+function flatBoard() {
+  // Discs dropped column by column: row 0 is the top, as Kaggle lays out the board.
+  const { rows, columns } = game;
+  const cells = new Array(rows * columns).fill(0);
+  const height = new Array(columns).fill(0);
+  game.moves.forEach((column, index) => {
+    const row = rows - 1 - height[column]++;
+    cells[row * columns + column] = index % 2 === 0 ? 1 : 2;
+  });
+  return cells;
+}
+
+function position() {
+  return { board: flatBoard(), rows: game.rows, columns: game.columns, inarow: game.inarow };
+}
+
+function setStatus(text, isError = false) {
+  $("status").textContent = text;
+  $("status").className = isError ? "error" : "";
+}
+
+function lastCell() {
+  if (!game.moves.length) return -1;
+  const column = game.moves[game.moves.length - 1];
+  const above = game.moves.filter((c) => c === column).length;
+  return (game.rows - above) * game.columns + column;
+}
+
+function drawBoard() {
+  const { rows, columns } = game;
+  const board = $("board");
+  const cell = Math.max(22, Math.min(60, Math.floor(600 / Math.max(columns, rows))));
+  document.documentElement.style.setProperty("--cell", `${cell}px`);
+  board.style.gridTemplateColumns = `repeat(${columns}, var(--cell))`;
+  const cells = flatBoard();
+  const legal = new Set(game.state ? game.state.legal : []);
+  const line = new Set((game.state ? game.state.line : []).map(([r, c]) => r * columns + c));
+  const last = lastCell();
+  const parts = [];
+  for (let c = 0; c < columns; c++) {
+    parts.push(`<div class="head${legal.has(c) ? "" : " full"}" data-column="${c}">${c + 1}</div>`);
+  }
+  for (let i = 0; i < rows * columns; i++) {
+    const mark = cells[i];
+    const classes = ["disc", mark ? `p${mark}` : "", i === last ? "last" : "", line.has(i) ? "win" : ""];
+    parts.push(`<div class="cell" data-column="${i % columns}" data-index="${i}">` +
+      `<div class="${classes.join(" ").trim()}"></div></div>`);
+  }
+  board.innerHTML = parts.join("");
+  board.classList.toggle("over", Boolean(game.state && game.state.terminal));
+  board.classList.toggle("busy", game.busy);
+  board.classList.toggle("replay", game.mode === "replay");
+  $("scores").style.gridTemplateColumns = `repeat(${columns}, var(--cell))`;
+  $("move-log").textContent = game.moves.length
+    ? `Moves (1-based): ${game.moves.map((c) => c + 1).join(" ")}` : "";
+}
+
+function describeState() {
+  const s = game.state;
+  if (!s) return;
+  if (game.mode === "replay") {
+    const total = currentSaved() ? currentSaved().moves.length : 0;
+    const where = `move ${game.moves.length} of ${total}`;
+    if (s.terminal) setStatus(s.winner ? `${NAMES[s.winner]} wins (${where})` : `draw (${where})`);
+    else setStatus(`${NAMES[s.to_move]} to move (${where})`);
+    return;
+  }
+  if (s.terminal) {
+    if (!s.winner) setStatus("Draw.");
+    else setStatus(s.winner === game.human ? "You win!" : `${game.opponent} wins.`);
+  } else if (s.to_move === game.human) {
+    setStatus(`Your move (${NAMES[game.human]}): click a column.`);
+  } else {
+    setStatus(`${game.opponent} is thinking…`);
+  }
+}
+
+async function refresh() {
+  const generation = ++game.generation;
+  try {
+    const state = await api("/api/state", position());
+    if (generation !== game.generation) return;
+    game.state = state;
+  } catch (error) {
+    setStatus(error.message, true);
+    return;
+  }
+  drawBoard();
+  describeState();
+  analyse(generation);
+  if (game.mode === "play" && !game.state.terminal && game.state.to_move !== game.human) {
+    await opponentMove(generation);
+  }
+}
+
+async function opponentMove(generation) {
+  game.busy = true;
+  drawBoard();
+  try {
+    const answer = await api("/api/move", { ...position(), mark: game.state.to_move, opponent: game.opponent });
+    if (generation !== game.generation) return;
+    game.moves.push(answer.column);
+  } catch (error) {
+    if (generation === game.generation) setStatus(`${game.opponent}: ${error.message}`, true);
+    return;
+  } finally {
+    game.busy = false;
+  }
+  await refresh();
+}
+
+function showScores(answer) {
+  const parts = answer.scores.map((score, column) => {
+    const estimate = answer.estimates ? answer.estimates[column] : null;
+    const best = answer.best.includes(column) ? " best" : "";
+    if (score !== null) {
+      const kind = score > 0 ? "win" : score < 0 ? "loss" : "draw";
+      const text = score > 0 ? `+${score}` : score < 0 ? `\u2212${-score}` : "0";
+      return `<div class="score ${kind}${best}" data-column="${column}">${text}</div>`;
+    }
+    if (estimate !== null) {
+      return `<div class="score estimate${best}" data-column="${column}">~${Math.round(estimate)}</div>`;
+    }
+    return `<div class="score" data-column="${column}"></div>`;
+  });
+  $("scores").innerHTML = parts.join("");
+  const note = $("analysis-note");
+  note.textContent = `${NAMES[answer.to_move]} to move: ${answer.note} (${answer.seconds.toFixed(2)} s).`;
+  note.className = answer.proven ? "proven" : "unproven";
+}
+
+async function analyse(generation) {
+  $("scores").innerHTML = "";
+  const note = $("analysis-note");
+  if (!$("analyse-on").checked || !game.state) { note.textContent = "—"; note.className = ""; return; }
+  if (game.state.terminal) { note.textContent = "The game is over."; note.className = ""; return; }
+  if (game.mode === "play" && game.state.to_move !== game.human) {  // the opponent's search comes first
+    note.textContent = "Waiting for the opponent's move…"; note.className = ""; return;
+  }
+  note.textContent = "Analysing…";
+  note.className = "";
+  try {
+    const budget = Number($("budget").value) || 1;
+    const answer = await api("/api/analyse", { ...position(), time_budget: budget });
+    if (generation === game.generation) showScores(answer);
+  } catch (error) {
+    if (generation === game.generation) { note.textContent = error.message; note.className = "error"; }
+  }
+}
+
+function readSize() {
+  const value = (id) => Number.parseInt($(id).value, 10);
+  return { rows: value("rows"), columns: value("columns"), inarow: value("inarow") };
+}
+
+async function newGame() {
+  game.generation++;  // answers for the previous game are dropped
+  setStatus("Starting a new game…");
+  const size = readSize();
+  if (![size.rows, size.columns, size.inarow].every(Number.isInteger)) {
+    setStatus("rows, columns and in-a-row must be whole numbers", true);
+    return;
+  }
+  try {  // ask the server whether it takes this board before starting
+    await api("/api/state", { ...size, board: new Array(Math.max(0, size.rows * size.columns)).fill(0) });
+  } catch (error) {
+    setStatus(error.message, true);
+    return;
+  }
+  Object.assign(game, size, { mode: "play", moves: [], state: null, busy: false });
+  game.human = Number($("side").value);
+  game.opponent = $("opponent").value.trim() || game.defaultOpponent;
+  await refresh();
+}
+
+async function undo() {
+  if (game.mode !== "play" || game.busy && !game.moves.length) return;
+  // Take back the opponent's reply and your move: it is your turn again.
+  do { game.moves.pop(); } while (game.moves.length && game.moves.length % 2 !== game.human - 1);
+  game.busy = false;
+  await refresh();
+}
+
+async function clickColumn(event) {
+  const target = event.target.closest("[data-column]");
+  if (!target || game.mode !== "play" || game.busy || !game.state) return;
+  const column = Number(target.dataset.column);
+  if (game.state.terminal || game.state.to_move !== game.human || !game.state.legal.includes(column)) return;
+  game.moves.push(column);
+  await refresh();
+}
+
+// -- replay -----------------------------------------------------------------------------------
+function currentSaved() { return game.saved[Number($("game-select").value)] || null; }
+
+function parseGames(text) {
+  const games = [];
+  text.split(/\r?\n/).forEach((line, index) => {
+    if (!line.trim()) return;
+    let record;
+    try { record = JSON.parse(line); } catch { throw new Error(`line ${index + 1} is not JSON`); }
+    const ok = record && Array.isArray(record.moves) && [record.rows, record.columns, record.inarow]
+      .every(Number.isInteger) && record.moves.every((c) => Number.isInteger(c) && c >= 0 && c < record.columns);
+    if (!ok) throw new Error(`line ${index + 1} is not a saved game (rows, columns, inarow, moves)`);
+    games.push(record);
+  });
+  if (!games.length) throw new Error("no games in the file");
+  return games;
+}
+
+async function openGames(file) {
+  try {
+    game.saved = parseGames(await file.text());
+  } catch (error) {
+    setStatus(`${file.name}: ${error.message}`, true);
+    return;
+  }
+  const winner = (g) => (g.winner === 1 ? "red wins" : g.winner === 2 ? "yellow wins" : "draw");
+  $("game-select").innerHTML = game.saved.map((g, i) =>
+    `<option value="${i}">#${g.game ?? i + 1}: ${(g.players || ["?", "?"]).map(escape).join(" vs ")} — ${winner(g)}</option>`).join("");
+  await showSaved(0);
+}
+
+function escape(text) {
+  return String(text).replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
+}
+
+async function showSaved(ply) {
+  const saved = currentSaved();
+  if (!saved) return;
+  ply = Math.max(0, Math.min(saved.moves.length, ply));
+  Object.assign(game, { mode: "replay", rows: saved.rows, columns: saved.columns, inarow: saved.inarow });
+  game.moves = saved.moves.slice(0, ply);
+  $("ply").max = saved.moves.length;
+  $("ply").value = ply;
+  const players = saved.players || ["?", "?"];
+  const opening = saved.opening_plies ? `; first ${saved.opening_plies} plies: opening` : "";
+  $("game-info").textContent = `red: ${players[0]} · yellow: ${players[1]}` +
+    `${saved.seed !== undefined ? ` · seed ${saved.seed}` : ""}${opening}`;
+  await refresh();
+}
+
+function setMode(mode) {
+  $("tab-play").classList.toggle("active", mode === "play");
+  $("tab-replay").classList.toggle("active", mode === "replay");
+  $("play-controls").hidden = mode !== "play";
+  $("replay-controls").hidden = mode !== "replay";
+  if (mode === "play") newGame();
+  else if (currentSaved()) showSaved(0);
+  else { game.mode = "replay"; setStatus("Open a .jsonl file of saved games (connectx evaluate --save-games)."); }
+}
+
+async function start() {
+  try {
+    const info = await api("/api/policies");
+    game.defaultOpponent = info.default;
+    $("opponent").value = info.default;
+    $("opponents").innerHTML = [...info.policies, ...info.models]
+      .map((name) => `<option value="${escape(name)}"></option>`).join("");
+    $("budget").value = info.analysis_budget;
+  } catch (error) {
+    setStatus(error.message, true);
+  }
+  $("board").addEventListener("click", clickColumn);
+  $("new-game").addEventListener("click", newGame);
+  $("undo").addEventListener("click", undo);
+  $("tab-play").addEventListener("click", () => setMode("play"));
+  $("tab-replay").addEventListener("click", () => setMode("replay"));
+  $("analyse-on").addEventListener("change", () => analyse(game.generation));
+  $("games-file").addEventListener("change", (event) => event.target.files[0] && openGames(event.target.files[0]));
+  $("game-select").addEventListener("change", () => showSaved(0));
+  $("first").addEventListener("click", () => showSaved(0));
+  $("prev").addEventListener("click", () => showSaved(game.moves.length - 1));
+  $("next").addEventListener("click", () => showSaved(game.moves.length + 1));
+  $("last").addEventListener("click", () => showSaved(Infinity));
+  $("ply").addEventListener("input", (event) => showSaved(Number(event.target.value)));
+  document.addEventListener("keydown", (event) => {
+    if (event.target.tagName === "INPUT" || event.target.tagName === "SELECT") return;
+    if (game.mode === "replay" && event.key === "ArrowLeft") showSaved(game.moves.length - 1);
+    if (game.mode === "replay" && event.key === "ArrowRight") showSaved(game.moves.length + 1);
+    const digit = Number.parseInt(event.key, 10);  // keys 1-9 play a column
+    if (game.mode === "play" && digit >= 1 && digit <= game.columns) {
+      clickColumn({ target: document.querySelector(`#board .head[data-column="${digit - 1}"]`) });
+    }
+  });
+  await newGame();
+}
+
+start();

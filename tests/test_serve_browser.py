@@ -1,0 +1,236 @@
+"""The ``connectx serve`` page in a real headless Chromium (Playwright driving the system browser).
+
+Skipped, with the reason, only when Playwright or a Chromium binary is missing or cannot start:
+``pip install playwright`` and ``apt-get install -y chromium`` (or set ``CONNECTX_CHROMIUM`` to a
+Chromium/Chrome executable). Playwright's own browser download is not needed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("flask", reason='the serve extra is not installed: pip install ".[serve]"')
+sync_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright")
+
+from werkzeug.serving import make_server  # noqa: E402
+
+from connectx_gym.bitboard import Board, Geometry  # noqa: E402
+from connectx_gym.serve import create_app  # noqa: E402
+
+TIMEOUT_MS = 60_000  # the first searches compile or load numba kernels
+
+
+def chromium_path() -> str | None:
+    candidates = [os.environ.get("CONNECTX_CHROMIUM")]
+    candidates += [shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")]
+    return next((path for path in candidates if path), None)
+
+
+@pytest.fixture(scope="module")
+def url() -> Iterator[str]:
+    server = make_server("127.0.0.1", 0, create_app("onestep"), threaded=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.port}/"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    path = chromium_path()
+    if path is None:
+        pytest.skip("no Chromium: apt-get install -y chromium (or set CONNECTX_CHROMIUM)")
+    with sync_api.sync_playwright() as playwright:
+        try:
+            chromium = playwright.chromium.launch(executable_path=path, args=["--no-sandbox"])
+        except Exception as error:  # any failure to start the browser is a reason to skip
+            pytest.skip(f"Chromium at {path} does not start: {str(error).splitlines()[0]}")
+        yield chromium
+        chromium.close()
+
+
+@pytest.fixture
+def page(browser, url: str):
+    page = browser.new_page(viewport={"width": 1000, "height": 700})
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.goto(url)
+    page.wait_for_selector("#board .cell")
+    yield page
+    page.close()
+    assert not errors, errors
+
+
+def new_game(page, rows: int, columns: int, inarow: int, side: int = 1, opponent: str = "") -> None:
+    page.fill("#rows", str(rows))
+    page.fill("#columns", str(columns))
+    page.fill("#inarow", str(inarow))
+    page.select_option("#side", str(side))
+    if opponent:
+        page.fill("#opponent", opponent)
+    page.click("#new-game")
+    page.wait_for_function(f"document.querySelectorAll('#board .cell').length === {rows * columns}")
+
+
+def wait_for_turn(page) -> None:
+    page.wait_for_function(
+        "document.querySelector('#board').classList.contains('over') || "
+        "document.querySelector('#status').textContent.startsWith('Your move')"
+    )
+
+
+def is_over(page) -> bool:
+    return page.evaluate("document.querySelector('#board').classList.contains('over')")
+
+
+def discs(page) -> int:
+    return page.locator("#board .disc.p1, #board .disc.p2").count()
+
+
+def test_columns_are_numbered_from_one(page) -> None:
+    heads = page.locator("#board .head").all_inner_texts()
+    assert heads == ["1", "2", "3", "4", "5", "6", "7"]
+
+
+def test_play_a_game_to_its_end_by_clicking(page) -> None:
+    # On 4x5 boards with 3 in a row the solver proves every position at once: following the
+    # analysis panel's best column, the person (red, first) beats onestep.
+    new_game(page, 4, 5, 3)
+    for _ in range(20):
+        wait_for_turn(page)
+        if is_over(page):
+            break
+        page.wait_for_selector("#scores .score.best")
+        column = page.get_attribute("#scores .score.best", "data-column")
+        before = discs(page)
+        page.click(f"#board .cell[data-column='{column}'] >> nth=0")
+        page.wait_for_function(
+            f"document.querySelectorAll('#board .disc.p1, #board .disc.p2').length > {before}"
+        )
+    assert is_over(page)
+    assert page.inner_text("#status") == "You win!"
+    assert page.locator("#board .disc.win").count() >= 3  # the win line is highlighted
+    assert page.locator("#board .disc.last").count() == 1  # and the last move marked
+    assert page.inner_text("#analysis-note") == "The game is over."
+    clicks = discs(page)
+    page.click("#board .head >> nth=0")  # clicks after the end change nothing
+    page.wait_for_timeout(200)
+    assert discs(page) == clicks
+
+
+def test_analysis_panel_shows_exact_scores(page) -> None:
+    new_game(page, 4, 5, 3)
+    wait_for_turn(page)
+    page.wait_for_selector("#analysis-note.proven")
+    assert "exact scores from the solver" in page.inner_text("#analysis-note")
+    scores = page.locator("#scores .score").all_inner_texts()
+    assert len(scores) == 5
+    assert all(text.lstrip("+\u2212").isdigit() for text in scores)
+    assert page.locator("#scores .score.best").count() >= 1
+
+
+def test_analysis_notes_an_unproven_position(page) -> None:
+    page.fill("#budget", "0.1")
+    new_game(page, 6, 7, 4)
+    page.wait_for_selector("#analysis-note.unproven")
+    assert "not proven within 0.1 s" in page.inner_text("#analysis-note")
+    assert page.locator("#scores .score.estimate").count() == 7
+
+
+def test_undo_and_playing_second(page) -> None:
+    new_game(page, 6, 7, 4, side=2)
+    page.wait_for_function(
+        "document.querySelector('#status').textContent.startsWith('Your move (yellow)')"
+    )
+    assert discs(page) == 1  # the opponent (red) opened
+    assert "yellow" in page.inner_text("#status")
+    page.click("#board .head[data-column='0']")
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 3"
+    )
+    wait_for_turn(page)
+    page.click("#undo")
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 1"
+    )
+    assert page.locator("#board .disc.p2").count() == 0
+
+
+def test_a_bad_board_size_shows_the_servers_message(page) -> None:
+    page.fill("#rows", "30")
+    page.click("#new-game")
+    page.wait_for_selector("#status.error")
+    assert "rows must be between 1 and 24" in page.inner_text("#status")
+
+
+def test_replay_a_saved_game_step_by_step(page, tmp_path: Path) -> None:
+    wins = [3, 2, 3, 2, 3, 2, 3]
+    long = [0, 1, 1, 2, 2, 3, 2, 3, 3, 6, 3]
+    assert Board.from_moves(Geometry(), long).winner() == 1
+    records = [
+        {
+            "rows": 6,
+            "columns": 7,
+            "inarow": 4,
+            "players": ["minimax:depth=3", "random"],
+            "moves": wins,
+            "opening_plies": 2,
+            "winner": 1,
+            "game": 0,
+            "seed": 7,
+        },
+        {
+            "rows": 6,
+            "columns": 7,
+            "inarow": 4,
+            "players": ["random", "onestep"],
+            "moves": long,
+            "opening_plies": 2,
+            "winner": 1,
+            "game": 1,
+            "seed": 8,
+        },
+    ]
+    games = tmp_path / "games.jsonl"
+    games.write_text("".join(json.dumps(record) + "\n" for record in records))
+    page.click("#tab-replay")
+    page.set_input_files("#games-file", str(games))
+    page.wait_for_function("document.querySelector('#status').textContent.includes('move 0 of 7')")
+    assert "minimax:depth=3" in page.inner_text("#game-info")
+    for ply in range(1, 8):
+        page.click("#next")
+        page.wait_for_function(
+            f"document.querySelector('#status').textContent.includes('move {ply} of 7')"
+        )
+        assert discs(page) == ply
+    assert page.inner_text("#status").startswith("red wins")
+    assert page.locator("#board .disc.win").count() == 4
+    page.click("#prev")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('move 6 of 7')")
+    assert page.locator("#board .disc.win").count() == 0
+    page.select_option("#game-select", "1")
+    page.click("#last")
+    page.wait_for_function(
+        "document.querySelector('#status').textContent.includes('move 11 of 11')"
+    )
+    assert page.locator("#board .disc.win").count() == 4
+    page.click("#board .head >> nth=0")  # replay does not take moves
+    page.wait_for_timeout(200)
+    assert discs(page) == 11
+
+
+def test_replay_refuses_a_file_that_is_not_saved_games(page, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"rows": 6}\n')
+    page.click("#tab-replay")
+    page.set_input_files("#games-file", str(bad))
+    page.wait_for_selector("#status.error")
+    assert "line 1 is not a saved game" in page.inner_text("#status")
