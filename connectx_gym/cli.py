@@ -26,7 +26,7 @@ import os
 import sys
 from collections.abc import Sequence
 from types import ModuleType
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
@@ -72,6 +72,13 @@ COMMANDS: dict[str, Command] = {
 }
 
 
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line (the usage is one ``--help`` away)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def _chosen_command(argv: Sequence[str]) -> str | None:
     for argument in argv:
         if not argument.startswith("-"):
@@ -81,7 +88,7 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``connectx``; the flags of ``command`` (or, when None, of every command)."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="connectx",
         description="ConnectX: train agents, evaluate, play and export them.",
         epilog=SAFETY_NOTE,

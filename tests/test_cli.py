@@ -164,7 +164,9 @@ def test_bad_input_is_a_clean_error(
     assert code != 0
     assert message in err
     assert "Traceback" not in err
-    assert message in err.strip().splitlines()[-1]  # the last line says what is wrong
+    ours = [line for line in err.splitlines() if line.startswith("connectx")]
+    assert ours == [err.strip().splitlines()[-1]], err  # one line that says what is wrong
+    assert "usage:" not in err
 
 
 def test_entry_point_and_light_imports() -> None:
@@ -287,3 +289,24 @@ def test_unexpected_errors_are_one_line(
     code, _, err = run(capsys, "evaluate", "random", "random")
     assert code == 1
     assert err.strip() == "connectx evaluate: error: RuntimeError: something broke"
+
+
+def test_light_commands_never_import_torch(tmp_path: Path) -> None:
+    model = tiny_weights(tmp_path / "agent.npz")
+    exported = tmp_path / "main.py"
+    code = (
+        "import builtins, sys\n"
+        "from connectx_gym.cli import main\n"
+        "builtins.input = lambda prompt='': 'q'\n"
+        f"assert main(['evaluate', 'random', {str(model)!r}, '--games', '2']) == 0\n"
+        "assert main(['tournament', 'random', 'random~0.5', '--games', '2', '--png', '']) == 0\n"
+        "assert main(['play', '--opponent', 'random']) == 0\n"
+        f"assert main(['export-kaggle', {str(model)!r}, '-o', {str(exported)!r}]) == 0\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in\n"
+        "         ('torch', 'stable_baselines3', 'sb3_contrib', 'tensorboard')]\n"
+        "assert not heavy, heavy\n"
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
+    )
+    assert completed.returncode == 0, completed.stderr
