@@ -3,6 +3,19 @@
 Needs the ``train`` extra (``pip install "connectx-gym[train]"``: torch, stable-baselines3,
 sb3-contrib, TensorBoard, matplotlib). Entry points: :func:`train.trainer.train` (``connectx
 train``) and :func:`train.export.export_kaggle` (``connectx export-kaggle``).
+
+One concern per module:
+
+- ``config``: :class:`TrainConfig`, every hyper-parameter, also as ``--flags`` (no torch);
+- ``state``: ``RunState``, the run's progress, exactly what ``state.json`` stores (no torch);
+- ``curriculum``: the opponent stages and when to move on (no SB3);
+- ``opponents``: the vectorised envs, their opponent slots and timings;
+- ``model``: building, saving and loading the MaskablePPO model; weights; panel evaluation;
+- ``callbacks``: one SB3 callback per job (curriculum, self-play pool, panel, checkpoints,
+  time limit), sharing one ``RunState``;
+- ``finish``: the final phase (final models, final panel, report), safe to repeat;
+- ``trainer``: ``train()``, read top to bottom; ``report``, ``networks``, ``export``,
+  ``sb3_files`` and ``commands/`` (the ``connectx`` subcommands).
 """
 
 from train.config import TrainConfig

@@ -12,11 +12,12 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import VecEnv
 
 from connectx_gym.bitboard import Geometry
-from connectx_gym.files import NumpyNetPolicy, WeightsFile
+from connectx_gym.files import NumpyNetPolicy
 from connectx_gym.match import play_match
+from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
-from train.export import GEOMETRY_ATTRIBUTE
 from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
+from train.sb3_files import GEOMETRY_ATTRIBUTE
 
 __all__ = [
     "LinearSchedule",
