@@ -21,7 +21,8 @@ import torch  # noqa: E402 - after the skips
 from connectx_gym import cli  # noqa: E402
 from connectx_gym.bitboard import Geometry  # noqa: E402
 from connectx_gym.env import ConnectXEnv  # noqa: E402
-from connectx_gym.files import forward_layers, save_weights  # noqa: E402
+from connectx_gym.files import save_weights  # noqa: E402
+from connectx_gym.weights import forward_layers  # noqa: E402
 from train import onnx_export  # noqa: E402
 from train.config import TrainConfig  # noqa: E402
 from train.onnx_export import (  # noqa: E402
@@ -137,7 +138,7 @@ def test_export_check_catches_a_wrong_graph(sb3_export, tmp_path):
 @pytest.mark.parametrize(
     ("name", "content", "message"),
     [
-        ("missing.npz", None, "no such model file"),
+        ("missing.npz", None, "no such model"),
         ("model.txt", b"x", r"expected a \.npz weights file or an SB3 \.zip"),
         ("model.npz", b"not a zip", "not a connectx-gym weights file"),
         ("model.zip", b"not a zip", "not a loadable MaskablePPO model"),
