@@ -209,20 +209,22 @@ def export_onnx(
     exporter_log = logging.getLogger("torch.onnx")
     level = exporter_log.level
     exporter_log.setLevel(logging.ERROR)  # notes about optional torchvision operators
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation and renaming notes
-        program: Any = torch.onnx.export(
-            module,
-            example,
-            input_names=["obs", "action_mask"],
-            output_names=["logits"],
-            opset_version=OPSET,
-            dynamo=True,
-            external_data=False,
-            dynamic_shapes={"obs": {0: batch}, "action_mask": {0: batch}},
-            verbose=False,
-        )
-    exporter_log.setLevel(level)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation and renaming notes
+            program: Any = torch.onnx.export(
+                module,
+                example,
+                input_names=["obs", "action_mask"],
+                output_names=["logits"],
+                opset_version=OPSET,
+                dynamo=True,
+                external_data=False,
+                dynamic_shapes={"obs": {0: batch}, "action_mask": {0: batch}},
+                verbose=False,
+            )
+    finally:
+        exporter_log.setLevel(level)
     proto = program.model_proto
     for key, value in (("rows", g.rows), ("columns", g.columns), ("inarow", g.inarow)):
         entry = proto.metadata_props.add()
