@@ -14,11 +14,9 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
-from pettingzoo.test import (
-    api_test,
-    render_test,
-    seed_test,
-)
+with warnings.catch_warnings():  # pettingzoo.test imports connect_four_v3 the deprecated way
+    warnings.simplefilter("ignore", DeprecationWarning)
+    from pettingzoo.test import api_test, render_test, seed_test
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.pettingzoo import env, raw_env

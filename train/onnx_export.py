@@ -17,8 +17,8 @@ board, which is also stored in the file's metadata (``connectx.rows``, ``connect
 MatMul, Gemm, Relu, Concat, ReduceSum, Where, ...), which onnxruntime 1.16 and later run
 (ONNX IR version 10).
 
-The torch module is built from the numpy layer description of :mod:`connectx_gym.files` (the one
-that the ``.npz`` loader and the Kaggle export run), so both input formats export the same way,
+The torch module is built from the numpy layer description of :mod:`connectx_gym.weights` (the
+one that the ``.npz`` loader and the Kaggle export run), so both input formats export the same way,
 and every export is checked with onnxruntime against that numpy forward pass on random positions
 before it is written. Needs ``pip install "connectx-gym[onnx,train]"`` (torch, onnx, onnxscript,
 onnxruntime); reading an SB3 ``.zip`` unpickles it: trusted files only.
@@ -37,7 +37,8 @@ from torch import nn
 from torch.nn import functional
 
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.files import WeightsFile, forward_layers, load_weights
+from connectx_gym.files import load_file
+from connectx_gym.weights import WeightsFile, forward_layers
 
 __all__ = [
     "MASKED_LOGIT",
@@ -75,7 +76,7 @@ _OPS = {
 class LayersModule(nn.Module):
     """A torch module running a weights-only network description, masked for export.
 
-    ``forward(obs, action_mask)`` returns the logits of :func:`connectx_gym.files.forward_layers`
+    ``forward(obs, action_mask)`` returns the logits of :func:`connectx_gym.weights.forward_layers`
     with illegal columns (``action_mask == 0``) set to :data:`MASKED_LOGIT`.
     """
 
@@ -176,16 +177,9 @@ def onnx_logits(path: str | Path, obs: np.ndarray, action_mask: np.ndarray) -> n
 
 
 def _load(model: Path) -> WeightsFile:
-    if not model.is_file():
-        raise FileNotFoundError(f"no such model file: {model}")
-    suffix = model.suffix.lower()
-    if suffix == ".npz":
-        return load_weights(model)
-    if suffix == ".zip":
-        from train.export import weights_from_sb3
-
-        return weights_from_sb3(model)
-    raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
+    if model.suffix.lower() not in (".npz", ".zip"):
+        raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
+    return load_file(model)
 
 
 def export_onnx(
@@ -215,20 +209,22 @@ def export_onnx(
     exporter_log = logging.getLogger("torch.onnx")
     level = exporter_log.level
     exporter_log.setLevel(logging.ERROR)  # notes about optional torchvision operators
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the exporter's deprecation and renaming notes
-        program: Any = torch.onnx.export(
-            module,
-            example,
-            input_names=["obs", "action_mask"],
-            output_names=["logits"],
-            opset_version=OPSET,
-            dynamo=True,
-            external_data=False,
-            dynamic_shapes={"obs": {0: batch}, "action_mask": {0: batch}},
-            verbose=False,
-        )
-    exporter_log.setLevel(level)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the exporter's deprecation and renaming notes
+            program: Any = torch.onnx.export(
+                module,
+                example,
+                input_names=["obs", "action_mask"],
+                output_names=["logits"],
+                opset_version=OPSET,
+                dynamo=True,
+                external_data=False,
+                dynamic_shapes={"obs": {0: batch}, "action_mask": {0: batch}},
+                verbose=False,
+            )
+    finally:
+        exporter_log.setLevel(level)
     proto = program.model_proto
     for key, value in (("rows", g.rows), ("columns", g.columns), ("inarow", g.inarow)):
         entry = proto.metadata_props.add()
@@ -250,7 +246,8 @@ def export_onnx(
 
 
 def _check_export(path: Path, weights: WeightsFile, count: int) -> None:
-    obs, masks = random_positions(weights.geometry, count, np.random.default_rng(0))
+    geometry = Geometry.of(weights.geometry)
+    obs, masks = random_positions(geometry, count, np.random.default_rng(0))
     got = onnx_logits(path, obs, masks)
     expected = forward_layers(weights.layers, weights.params, obs)
     expected = np.where(masks > 0, expected, MASKED_LOGIT)
