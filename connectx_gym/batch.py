@@ -123,6 +123,8 @@ def choose_columns(
             columns[k] = validate_answer(policy.act(board, rng), board, who)
         return columns
     answer = np.asarray(actor(batch, rng))
+    if actor is _random_act_batch:  # legal by construction
+        return answer
     if answer.shape != (len(batch),) or answer.dtype.kind not in "iu":
         raise IllegalMoveError(
             f"{who} answered a batch of shape {answer.shape} and dtype {answer.dtype}; "
