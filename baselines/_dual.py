@@ -3,7 +3,8 @@
 Search code in :mod:`baselines` is written once, as plain Python on integer bitboards. Boards
 that fit in 64 bits (:attr:`connectx_gym.Geometry.fits_64_bits`, every usual size) run a copy of
 the module whose functions are compiled by numba (``int64``, ``cache=True``); larger boards run
-the module as it is, on Python's unbounded integers. :func:`backend` returns the right one.
+the module as it is, on Python's unbounded integers. :func:`backend` returns the right one, as a
+picklable :class:`Backend`.
 
 A kernel may call kernels imported from another ``baselines`` module (their compiled copies are
 used). Avoid kernels that call themselves: numba 0.68 can crash (segfault) loading a cached
@@ -14,9 +15,9 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
-import inspect
 import sys
 from types import FunctionType, ModuleType
+from typing import Any
 
 from connectx_gym._jit import jit
 from connectx_gym.bitboard import Geometry
@@ -40,8 +41,6 @@ def jit_module(name: str) -> ModuleType:
         if not isinstance(value, FunctionType):
             continue
         home = value.__module__
-        if getattr(value, "_python_only", False):
-            continue
         if home == module.__name__ or home in _COMPILED_SOURCES:
             setattr(module, attribute, jit(value))
         elif home.startswith("baselines.") and not home.endswith(".__jit__"):
@@ -53,20 +52,33 @@ def jit_module(name: str) -> ModuleType:
     return module
 
 
-def python_only(function: FunctionType) -> FunctionType:
-    """Mark a function of a search module to stay plain Python in the compiled copy (for
-    drivers that use dicts, time or generators and call the compiled kernels)."""
-    function._python_only = True  # type: ignore[attr-defined]
-    return function
+class Backend:
+    """The kernels of search module ``name`` for boards of ``geometry``: its numba-compiled copy
+    when the board fits in 64 bits, else the module itself. Attributes are the module's.
+
+    A policy keeps one of these rather than the module, because a module cannot be pickled: a
+    backend pickles (and deep-copies) as its name and geometry, and is rebuilt from them.
+    """
+
+    def __init__(self, name: str, geometry: Geometry) -> None:
+        self.module_name = name
+        self.geometry = geometry
+        self.module = jit_module(name) if geometry.fits_64_bits else importlib.import_module(name)
+
+    def __getattr__(self, attribute: str) -> Any:
+        if attribute.startswith("__") or "module" not in self.__dict__:
+            raise AttributeError(attribute)
+        value = getattr(self.module, attribute)
+        setattr(self, attribute, value)  # later look-ups skip __getattr__
+        return value
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return backend, (self.module_name, self.geometry)
+
+    def __repr__(self) -> str:
+        return f"Backend({self.module_name!r}, {self.geometry})"
 
 
-def backend(name: str, geometry: Geometry) -> ModuleType:
-    """Module ``name`` compiled by numba when ``geometry`` fits in 64 bits, else as plain Python."""
-    if geometry.fits_64_bits:
-        return jit_module(name)
-    return importlib.import_module(name)
-
-
-def is_search_module(module: ModuleType) -> bool:
-    """True for a module defined in this package (used by tests)."""
-    return inspect.ismodule(module) and module.__name__.startswith("baselines")
+def backend(name: str, geometry: Geometry) -> Backend:
+    """The kernels of module ``name`` for ``geometry`` (see :class:`Backend`)."""
+    return Backend(name, geometry)

@@ -6,162 +6,139 @@ minimises, leaves scored by the window heuristic from the agent's point of view)
 pruning: alpha-beta returns the exact value whenever it lies strictly inside the window, so a root
 search that only prunes columns strictly worse than the best one finds exactly the plain minimax's
 best columns and best score.
+
+The search keeps its own stack (numba cannot cache self-recursive functions) in the arrays of
+:mod:`baselines._layout`, and stops after a node budget: the caller runs it in chunks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from baselines._layout import (
+    BOUND_ALPHA,
+    BOUND_BETA,
+    BOUND_VALUE,
+    FRAME_CURRENT,
+    FRAME_MASK,
+    FRAME_NEXT,
+    STAT_BUDGET,
+    STAT_NODES,
+    STAT_PLY,
+    STAT_ROOT,
+    Dims,
+)
 from baselines.heuristic import window_score
 from connectx_gym.bitboard import column_mask, has_line, possible_moves
 
 
 def onestep_scores(
-    current: int,
-    mask: int,
-    own_weights: np.ndarray,
-    other_weights: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
-    columns: int,
-    out: np.ndarray,
+    current: int, mask: int, own_weights: np.ndarray, other_weights: np.ndarray, d: Dims, out
 ) -> None:
     """``out[c]``: the heuristic of the board after the player to move drops a disc in column
     ``c``, from that player's point of view; NaN for full columns."""
     other = current ^ mask
-    moves = possible_moves(mask, bottom, board_bits)
-    for column in range(columns):
-        move = moves & column_mask(int(column), height)
+    moves = possible_moves(mask, d.bottom, d.board)
+    for column in range(d.columns):
+        move = moves & column_mask(int(column), d.height)
         if move == 0:
             out[column] = np.nan
         else:
             out[column] = window_score(
-                current | move, other, own_weights, other_weights, board_bits, height, inarow, size
-            )
+                current | move, other, own_weights, other_weights, d.board, d.height, d.inarow,
+                d.size,
+            )  # fmt: skip
 
 
-def _minimax_leaf(
+def _leaf(
     agent: int,
     opponent: int,
     agent_moved: bool,
     remaining: int,
     own_weights: np.ndarray,
     other_weights: np.ndarray,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
+    d: Dims,
 ) -> tuple[bool, float]:
     """``(is_leaf, heuristic)`` of a node: a leaf at the depth limit, when the player who just
     moved has a line (the other cannot have one: the game would have ended before) or when the
     board is full; the heuristic is computed for leaves only."""
     last = agent if agent_moved else opponent
-    if remaining == 0 or (agent | opponent) == board_bits or has_line(last, height, inarow, size):
+    if (
+        remaining == 0
+        or (agent | opponent) == d.board
+        or has_line(last, d.height, d.inarow, d.size)
+    ):
         return True, window_score(
-            agent, opponent, own_weights, other_weights, board_bits, height, inarow, size
+            agent, opponent, own_weights, other_weights, d.board, d.height, d.inarow, d.size
         )
     return False, 0.0
 
 
-def minimax_value(
-    agent: int,
-    opponent: int,
+def _resume(
     depth: int,
-    maximizing: bool,
-    alpha: float,
-    beta: float,
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
-) -> float:
-    """The tutorial's ``minimax(node, depth, maximizingPlayer)`` with alpha-beta (fail-soft).
-
-    ``agent`` and ``opponent`` hold the two players' discs; the agent is to move when
-    ``maximizing``. The result is exact when it lies strictly between ``alpha`` and ``beta``, and
-    otherwise a bound on the same side of the window. The search keeps its own stack (numba
-    cannot cache self-recursive functions).
-    """
-    leaf, value = _minimax_leaf(
-        agent,
-        opponent,
-        not maximizing,
-        depth,
-        own_weights,
-        other_weights,
-        board_bits,
-        height,
-        inarow,
-        size,
-    )
-    if leaf:
-        return value
+    d: Dims,
+    frames,
+    bounds: np.ndarray,
+    state: np.ndarray,
+) -> tuple[bool, float]:
+    """Carry on the search of the node in frame 0 (the opponent to move, ``depth`` plies left):
+    ``(finished, value)``, the value exact when strictly inside the window of frame 0, else a
+    bound on the same side (fail-soft). The opponent moves (minimises) at even plies."""
     columns = order.shape[0]
-    agents = [0] * (depth + 1)
-    opponents = [0] * (depth + 1)
-    alphas = [0.0] * (depth + 1)
-    betas = [0.0] * (depth + 1)
-    values = [0.0] * (depth + 1)
-    next_index = [0] * (depth + 1)
-    agents[0], opponents[0], alphas[0], betas[0] = agent, opponent, alpha, beta
-    values[0] = -np.inf if maximizing else np.inf
-    ply = 0
+    ply = state[STAT_PLY]
     while True:
-        maxing = (ply % 2 == 0) == maximizing
+        if state[STAT_NODES] >= state[STAT_BUDGET]:
+            state[STAT_PLY] = ply
+            return False, 0.0
+        maxing = ply % 2 == 1
+        current = frames[ply, FRAME_CURRENT]
+        mask = frames[ply, FRAME_MASK]
         move = 0
-        if alphas[ply] < betas[ply]:
-            moves = possible_moves(agents[ply] | opponents[ply], bottom, board_bits)
-            while next_index[ply] < columns and move == 0:
-                move = moves & column_mask(int(order[next_index[ply]]), height)
-                next_index[ply] += 1
+        if bounds[ply, BOUND_ALPHA] < bounds[ply, BOUND_BETA]:
+            moves = possible_moves(mask, d.bottom, d.board)
+            while frames[ply, FRAME_NEXT] < columns and move == 0:
+                move = moves & column_mask(int(order[frames[ply, FRAME_NEXT]]), d.height)
+                frames[ply, FRAME_NEXT] += 1
         if move == 0:
             # All children seen, or a cut-off: return this node's value to its parent.
-            result = values[ply]
+            result = bounds[ply, BOUND_VALUE]
             if ply == 0:
-                return result
+                state[STAT_PLY] = -1
+                return True, result
             ply -= 1
             maxing = not maxing
         else:
-            child_agent = agents[ply] | move if maxing else agents[ply]
-            child_opponent = opponents[ply] if maxing else opponents[ply] | move
-            leaf, result = _minimax_leaf(
-                child_agent,
-                child_opponent,
-                maxing,
-                depth - ply - 1,
-                own_weights,
-                other_weights,
-                board_bits,
-                height,
-                inarow,
-                size,
+            state[STAT_NODES] += 1
+            mover = current | move
+            waiting = current ^ mask
+            agent, opponent = (mover, waiting) if maxing else (waiting, mover)
+            leaf, result = _leaf(
+                agent, opponent, maxing, depth - ply - 1, own_weights, other_weights, d
             )
             if not leaf:
                 ply += 1
-                agents[ply], opponents[ply] = child_agent, child_opponent
-                alphas[ply], betas[ply] = alphas[ply - 1], betas[ply - 1]
-                values[ply] = np.inf if maxing else -np.inf
-                next_index[ply] = 0
+                frames[ply, FRAME_CURRENT] = waiting
+                frames[ply, FRAME_MASK] = mask | move
+                frames[ply, FRAME_NEXT] = 0
+                bounds[ply, BOUND_ALPHA] = bounds[ply - 1, BOUND_ALPHA]
+                bounds[ply, BOUND_BETA] = bounds[ply - 1, BOUND_BETA]
+                bounds[ply, BOUND_VALUE] = np.inf if maxing else -np.inf
                 continue
         if maxing:
-            if result > values[ply]:
-                values[ply] = result
-                if result > alphas[ply]:
-                    alphas[ply] = result
-        elif result < values[ply]:
-            values[ply] = result
-            if result < betas[ply]:
-                betas[ply] = result
+            if result > bounds[ply, BOUND_VALUE]:
+                bounds[ply, BOUND_VALUE] = result
+                if result > bounds[ply, BOUND_ALPHA]:
+                    bounds[ply, BOUND_ALPHA] = result
+        elif result < bounds[ply, BOUND_VALUE]:
+            bounds[ply, BOUND_VALUE] = result
+            if result < bounds[ply, BOUND_BETA]:
+                bounds[ply, BOUND_BETA] = result
 
 
-def minimax_root(
+def minimax_run(
     current: int,
     mask: int,
     depth: int,
@@ -169,45 +146,58 @@ def minimax_root(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
+    d: Dims,
     out: np.ndarray,
-) -> None:
+    frames,
+    bounds: np.ndarray,
+    state: np.ndarray,
+) -> bool:
     """Per-column minimax scores for the player to move (the agent), into ``out`` (NaN: full).
 
     With ``exact`` every column gets its exact score. Otherwise only the columns of maximal
     score do; the others get an upper bound that is strictly below the best score (a column is
     pruned only when it is strictly worse than the best so far, so ties stay exact).
+
+    Returns False when ``state``'s node budget ran out first: call again with the same arrays
+    (and a larger budget) to carry on; True when ``out`` is complete.
     """
     opponent = current ^ mask
-    moves = possible_moves(mask, bottom, board_bits)
-    best = -np.inf
-    for column in order:
-        move = moves & column_mask(int(column), height)
-        if move == 0:
-            out[column] = np.nan
-            continue
-        # alpha just below the best so far: a tie with the best is strictly inside the window.
-        alpha = -np.inf if exact else np.nextafter(best, -np.inf)
-        value = minimax_value(
-            current | move,
-            opponent,
-            depth - 1,
-            False,
-            alpha,
-            np.inf,
-            own_weights,
-            other_weights,
-            order,
-            bottom,
-            board_bits,
-            height,
-            inarow,
-            size,
+    moves = possible_moves(mask, d.bottom, d.board)
+    columns = order.shape[0]
+    while state[STAT_ROOT] < columns:
+        column = int(order[state[STAT_ROOT]])
+        if state[STAT_PLY] < 0:
+            move = moves & column_mask(column, d.height)
+            if move == 0:
+                out[column] = np.nan
+                state[STAT_ROOT] += 1
+                continue
+            best = -np.inf
+            for index in range(state[STAT_ROOT]):
+                if out[order[index]] > best:  # False for NaN
+                    best = out[order[index]]
+            # alpha just below the best so far: a tie with the best is strictly inside the window.
+            alpha = -np.inf if exact else np.nextafter(best, -np.inf)
+            state[STAT_NODES] += 1
+            leaf, value = _leaf(
+                current | move, opponent, True, depth - 1, own_weights, other_weights, d
+            )
+            if leaf:
+                out[column] = value
+                state[STAT_ROOT] += 1
+                continue
+            frames[0, FRAME_CURRENT] = opponent
+            frames[0, FRAME_MASK] = mask | move
+            frames[0, FRAME_NEXT] = 0
+            bounds[0, BOUND_ALPHA] = alpha
+            bounds[0, BOUND_BETA] = np.inf
+            bounds[0, BOUND_VALUE] = np.inf
+            state[STAT_PLY] = 0
+        finished, value = _resume(
+            depth - 1, own_weights, other_weights, order, d, frames, bounds, state
         )
+        if not finished:
+            return False
         out[column] = value
-        if value > best:
-            best = value
+        state[STAT_ROOT] += 1
+    return True

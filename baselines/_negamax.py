@@ -3,132 +3,125 @@
 ``value(position, d)`` is 0 when ``d == 0``, 1 when the side to move can win at once, else the
 maximum over its moves of ``-value(child, d - 1)`` (0 when no move is left: a full board). The
 values are -1, 0 and 1, so alpha-beta on the window ``(-2, 2)`` returns them exactly. The search
-keeps its own stack, as numba cannot cache self-recursive functions.
+keeps its own stack (numba cannot cache self-recursive functions) in the arrays of
+:mod:`baselines._layout`, and stops after a node budget: the caller runs it in chunks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from baselines._layout import (
+    BOUND_ALPHA,
+    BOUND_BETA,
+    BOUND_VALUE,
+    FRAME_CURRENT,
+    FRAME_MASK,
+    FRAME_NEXT,
+    STAT_BUDGET,
+    STAT_NODES,
+    STAT_PLY,
+    STAT_ROOT,
+    Dims,
+)
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
 
-def _negamax_leaf(
-    current: int,
-    mask: int,
-    depth: int,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
-) -> tuple[bool, int]:
+def _leaf(current: int, mask: int, depth: int, d: Dims) -> tuple[bool, int]:
     """``(is_leaf, value)``: the value of a position decided without looking at its children."""
     if depth == 0:
         return True, 0
-    moves = possible_moves(mask, bottom, board_bits)
+    moves = possible_moves(mask, d.bottom, d.board)
     if moves == 0:
         return True, 0
-    if winning_cells(current, moves, height, inarow, size) != 0:
+    if winning_cells(current, moves, d.height, d.inarow, d.size) != 0:
         return True, 1
     if depth == 1:
         return True, 0
     return False, 0
 
 
-def negamax_value(
-    current: int,
-    mask: int,
-    depth: int,
-    alpha: int,
-    beta: int,
-    order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
-) -> int:
-    """``value(position, depth)`` for the player to move (alpha-beta, fail-soft: exact when
-    strictly inside ``(alpha, beta)``)."""
-    leaf, value = _negamax_leaf(current, mask, depth, bottom, board_bits, height, inarow, size)
-    if leaf:
-        return value
+def _resume(depth: int, order: np.ndarray, d: Dims, frames, bounds, state) -> tuple[bool, int]:
+    """Carry on the search of the node in frame 0 (``depth`` plies left): ``(finished,
+    value)``, alpha-beta fail-soft (exact when strictly inside the window of frame 0)."""
     columns = order.shape[0]
-    currents = [0] * (depth + 1)
-    masks = [0] * (depth + 1)
-    alphas = [0] * (depth + 1)
-    betas = [0] * (depth + 1)
-    values = [0] * (depth + 1)
-    next_index = [0] * (depth + 1)
-    currents[0], masks[0], alphas[0], betas[0], values[0] = current, mask, alpha, beta, -2
-    ply = 0
+    ply = state[STAT_PLY]
     while True:
+        if state[STAT_NODES] >= state[STAT_BUDGET]:
+            state[STAT_PLY] = ply
+            return False, 0
+        current = frames[ply, FRAME_CURRENT]
+        mask = frames[ply, FRAME_MASK]
         move = 0
-        if alphas[ply] < betas[ply]:
-            moves = possible_moves(masks[ply], bottom, board_bits)
-            while next_index[ply] < columns and move == 0:
-                move = moves & column_mask(int(order[next_index[ply]]), height)
-                next_index[ply] += 1
+        if bounds[ply, BOUND_ALPHA] < bounds[ply, BOUND_BETA]:
+            moves = possible_moves(mask, d.bottom, d.board)
+            while frames[ply, FRAME_NEXT] < columns and move == 0:
+                move = moves & column_mask(int(order[frames[ply, FRAME_NEXT]]), d.height)
+                frames[ply, FRAME_NEXT] += 1
         if move == 0:
-            result = values[ply]
+            result = int(bounds[ply, BOUND_VALUE])
             if ply == 0:
-                return result
+                state[STAT_PLY] = -1
+                return True, result
             ply -= 1
         else:
-            child_current = currents[ply] ^ masks[ply]
-            child_mask = masks[ply] | move
-            leaf, result = _negamax_leaf(
-                child_current, child_mask, depth - ply - 1, bottom, board_bits, height, inarow, size
-            )
+            state[STAT_NODES] += 1
+            child_current = current ^ mask
+            child_mask = mask | move
+            leaf, result = _leaf(child_current, child_mask, depth - ply - 1, d)
             if not leaf:
                 ply += 1
-                currents[ply], masks[ply] = child_current, child_mask
-                alphas[ply], betas[ply] = -betas[ply - 1], -alphas[ply - 1]
-                values[ply] = -2
-                next_index[ply] = 0
+                frames[ply, FRAME_CURRENT] = child_current
+                frames[ply, FRAME_MASK] = child_mask
+                frames[ply, FRAME_NEXT] = 0
+                bounds[ply, BOUND_ALPHA] = -bounds[ply - 1, BOUND_BETA]
+                bounds[ply, BOUND_BETA] = -bounds[ply - 1, BOUND_ALPHA]
+                bounds[ply, BOUND_VALUE] = -2
                 continue
         score = -result
-        if score > values[ply]:
-            values[ply] = score
-            if score > alphas[ply]:
-                alphas[ply] = score
+        if score > bounds[ply, BOUND_VALUE]:
+            bounds[ply, BOUND_VALUE] = score
+            if score > bounds[ply, BOUND_ALPHA]:
+                bounds[ply, BOUND_ALPHA] = score
 
 
-def negamax_scores(
-    current: int,
-    mask: int,
-    depth: int,
-    order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
-    out: np.ndarray,
-) -> None:
+def negamax_run(
+    current: int, mask: int, depth: int, order: np.ndarray, d: Dims, out, frames, bounds, state
+) -> bool:
     """``out[c]``: 1 if column ``c`` wins at once, else ``-value(child, depth - 1)``; NaN when
-    ``c`` is full."""
-    moves = possible_moves(mask, bottom, board_bits)
-    wins = winning_cells(current, moves, height, inarow, size)
-    for index in range(order.shape[0]):
-        column = int(order[index])
-        move = moves & column_mask(column, height)
-        if move == 0:
-            out[column] = np.nan
-        elif move & wins:
-            out[column] = 1.0
-        else:
-            out[column] = -negamax_value(
-                current ^ mask,
-                mask | move,
-                depth - 1,
-                -2,
-                2,
-                order,
-                bottom,
-                board_bits,
-                height,
-                inarow,
-                size,
-            )
+    ``c`` is full. Returns False when ``state``'s node budget ran out first (call again with
+    the same arrays and a larger budget to carry on), True when ``out`` is complete."""
+    moves = possible_moves(mask, d.bottom, d.board)
+    wins = winning_cells(current, moves, d.height, d.inarow, d.size)
+    columns = order.shape[0]
+    while state[STAT_ROOT] < columns:
+        column = int(order[state[STAT_ROOT]])
+        move = moves & column_mask(column, d.height)
+        if state[STAT_PLY] < 0:
+            if move == 0:
+                out[column] = np.nan
+                state[STAT_ROOT] += 1
+                continue
+            if move & wins:
+                out[column] = 1.0
+                state[STAT_ROOT] += 1
+                continue
+            state[STAT_NODES] += 1
+            leaf, value = _leaf(current ^ mask, mask | move, depth - 1, d)
+            if leaf:
+                out[column] = -value
+                state[STAT_ROOT] += 1
+                continue
+            frames[0, FRAME_CURRENT] = current ^ mask
+            frames[0, FRAME_MASK] = mask | move
+            frames[0, FRAME_NEXT] = 0
+            bounds[0, BOUND_ALPHA] = -2
+            bounds[0, BOUND_BETA] = 2
+            bounds[0, BOUND_VALUE] = -2
+            state[STAT_PLY] = 0
+        finished, value = _resume(depth - 1, order, d, frames, bounds, state)
+        if not finished:
+            return False
+        out[column] = -value
+        state[STAT_ROOT] += 1
+    return True

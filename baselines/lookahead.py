@@ -17,6 +17,15 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._dual import backend
+from baselines._layout import (
+    STAT_NODES,
+    dims,
+    new_frames,
+    new_state,
+    node_chunk,
+    require_depth_fits,
+    run_in_chunks,
+)
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
@@ -46,6 +55,7 @@ class _GeometryCache:
                 own,
                 other,
                 center_order(geometry.columns),
+                dims(geometry),
             )
             self._entries[geometry] = entry
         return entry
@@ -71,20 +81,8 @@ class OneStepPolicy(Policy):
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        kernels, own, other, _ = self._cache.get(g)
-        kernels.onestep_scores(
-            board.current,
-            board.mask,
-            own,
-            other,
-            g.bottom,
-            g.board,
-            g.height,
-            g.inarow,
-            g.size,
-            g.columns,
-            out,
-        )
+        kernels, own, other, _, d = self._cache.get(g)
+        kernels.onestep_scores(board.current, board.mask, own, other, d, out)
         return out
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
@@ -117,25 +115,22 @@ class MinimaxPolicy(Policy):
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:
         g = board.geometry
+        require_depth_fits("depth", self.depth, g)
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        kernels, own, other, order = self._cache.get(g)
-        kernels.minimax_root(
-            board.current,
-            board.mask,
-            self.depth,
-            exact,
-            own,
-            other,
-            order,
-            g.bottom,
-            g.board,
-            g.height,
-            g.inarow,
-            g.size,
-            out,
-        )
+        kernels, own, other, order, d = self._cache.get(g)
+        frames, bounds = new_frames(self.depth, g)
+        state = new_state()
+        current, mask, depth = board.current, board.mask, self.depth
+
+        def step() -> bool:
+            return kernels.minimax_run(
+                current, mask, depth, exact, own, other, order, d, out, frames, bounds, state
+            )
+
+        run_in_chunks(step, state, node_chunk(g))
+        self.last_info = {"depth": depth, "nodes": int(state[STAT_NODES])}
         return out
 
     def scores(self, board: Board) -> np.ndarray:
@@ -154,7 +149,7 @@ class MinimaxPolicy(Policy):
         require_playable(board)
         scores = self._search(board, exact=False)
         column = choose_best(scores, rng)
-        self.last_info = {"score": float(scores[column]), "depth": self.depth}
+        self.last_info["score"] = float(scores[column])
         return column
 
     def __repr__(self) -> str:

@@ -12,6 +12,14 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._dual import backend
+from baselines._layout import (
+    dims,
+    new_frames,
+    new_state,
+    node_chunk,
+    require_depth_fits,
+    run_in_chunks,
+)
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
@@ -35,21 +43,20 @@ class NegamaxPolicy(Policy):
     def scores(self, board: Board) -> np.ndarray:
         """Per-column scores in {-1, 0, 1} (NaN for full columns; all NaN once the game is over)."""
         g = board.geometry
+        require_depth_fits("depth", self.depth, g)
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        backend("baselines._negamax", g).negamax_scores(
-            board.current,
-            board.mask,
-            self.depth,
-            center_order(g.columns),
-            g.bottom,
-            g.board,
-            g.height,
-            g.inarow,
-            g.size,
-            out,
-        )
+        kernels = backend("baselines._negamax", g)
+        order, d = center_order(g.columns), dims(g)
+        frames, bounds = new_frames(self.depth, g)
+        state = new_state()
+        current, mask, depth = board.current, board.mask, self.depth
+
+        def step() -> bool:
+            return kernels.negamax_run(current, mask, depth, order, d, out, frames, bounds, state)
+
+        run_in_chunks(step, state, node_chunk(g))
         return out
 
     def act(self, board: Board, rng: np.random.Generator) -> int:

@@ -1,4 +1,4 @@
-"""An exact ConnectX solver, a perfect-play policy and the "move accuracy" of any policy.
+"""An exact ConnectX solver and a perfect-play policy (judging policies: baselines.evaluation).
 
 Scores follow Pascal Pons' Connect Four benchmark: 0 for a draw; when the side to move wins, a
 positive score that is larger the sooner it wins, negative when it loses. With ``cells`` cells on
@@ -25,30 +25,22 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
 from baselines._dual import backend
+from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.match import wilson_interval
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 
 __all__ = [
-    "AccuracyResult",
-    "PonsPosition",
     "SearchLimitError",
     "Solver",
     "SolverPolicy",
     "best_moves",
     "get_solver",
-    "load_pons",
-    "move_accuracy",
     "move_scores",
-    "positions_from_games",
     "solve",
 ]
 
@@ -66,12 +58,6 @@ def _next_prime(n: int) -> int:
     while any(candidate % d == 0 for d in range(2, math.isqrt(candidate) + 1)):
         candidate += 1
     return candidate
-
-
-def _column_order(columns: int) -> np.ndarray:
-    """Columns from the centre outwards (left of centre first on ties), as Pons orders them."""
-    centre = (columns - 1) / 2
-    return np.array(sorted(range(columns), key=lambda c: (abs(c - centre), c)), dtype=np.int64)
 
 
 class _Limits:
@@ -131,7 +117,7 @@ class Solver:
         self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)
         self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
         self._stats = np.zeros(3 + g.columns, dtype=np.int64)
-        self._stats[3:] = _column_order(g.columns)
+        self._stats[3:] = center_order(g.columns)
         self._rate = _INITIAL_RATE[g.fits_64_bits]
         self._timed_nodes = 0
         self._timed_seconds = 0.0
@@ -397,128 +383,13 @@ class SolverPolicy(Policy):
         )
 
 
-# -- Pons' benchmark positions ----------------------------------------------------------------
-@dataclass(frozen=True)
-class PonsPosition:
-    """A line of Pascal Pons' benchmark files: moves (1-indexed columns), the board, its score."""
-
-    moves: str
-    board: Board
-    score: int
+_MOVED = {"AccuracyResult", "PonsPosition", "load_pons", "move_accuracy", "positions_from_games"}
 
 
-def load_pons(path: str | Path, limit: int | None = None) -> list[PonsPosition]:
-    """Positions of a Pons benchmark file (lines ``"<1-indexed columns> <score>"``, 6x7 board)."""
-    geometry = Geometry(6, 7, 4)
-    positions = []
-    with open(path, encoding="ascii") as lines:
-        for number, line in enumerate(lines, 1):
-            if limit is not None and len(positions) >= limit:
-                break
-            if not line.strip():
-                continue
-            try:
-                moves, score = line.split()
-                board = Board.from_moves(geometry, [int(c) - 1 for c in moves])
-                positions.append(PonsPosition(moves, board, int(score)))
-            except ValueError as error:
-                raise ValueError(f"{path}:{number}: not a Pons position: {line!r}") from error
-    return positions
+def __getattr__(name: str) -> object:
+    # Pons files and move accuracy moved to baselines.evaluation; old imports keep working.
+    if name in _MOVED:
+        import baselines.evaluation
 
-
-# -- move accuracy ----------------------------------------------------------------------------
-@dataclass(frozen=True)
-class AccuracyResult:
-    """How many of a policy's moves kept the best exact score.
-
-    ``positions`` were judged (``correct`` of them kept the best score); ``unsolved`` were left
-    out because the solver hit its limit. ``low`` and ``high`` bound the accuracy at 95%
-    confidence (Wilson score interval).
-    """
-
-    positions: int
-    correct: int
-    unsolved: int
-    low: float
-    high: float
-
-    @property
-    def accuracy(self) -> float:
-        """Share of judged moves that kept the best score (NaN when none was judged)."""
-        return self.correct / self.positions if self.positions else math.nan
-
-    def __str__(self) -> str:
-        return (
-            f"{self.accuracy:.1%} of {self.positions} moves keep the best score "
-            f"(95% CI {self.low:.1%}-{self.high:.1%}; {self.unsolved} unsolved)"
-        )
-
-
-def move_accuracy(
-    policy: str | Policy,
-    positions: Iterable[Board | PonsPosition],
-    *,
-    seed: int | None = 0,
-    rng: np.random.Generator | None = None,
-    node_limit: int | None = None,
-    time_limit: float | None = None,
-) -> AccuracyResult:
-    """The share of ``policy``'s moves that keep the best exact score on ``positions``.
-
-    ``positions`` are boards (terminal ones are skipped) or :class:`PonsPosition` (whose known
-    score spares a solve). The policy is reset before each position and draws from ``rng``
-    (default ``numpy.random.default_rng(seed)``). A position the solver cannot settle within
-    ``node_limit`` / ``time_limit`` (per position) counts as unsolved and is left out.
-    """
-    policy = make_policy(policy)
-    rng = np.random.default_rng(seed) if rng is None else rng
-    judged = correct = unsolved = 0
-    for item in positions:
-        board, known = (item.board, item.score) if isinstance(item, PonsPosition) else (item, None)
-        if board.is_terminal():
-            continue
-        policy.reset()
-        column = int(policy.act(board, rng))
-        try:
-            kept = get_solver(board.geometry).keeps_best(
-                board, column, known, node_limit=node_limit, time_limit=time_limit
-            )
-        except SearchLimitError:
-            unsolved += 1
-            continue
-        judged += 1
-        correct += kept
-    low, high = wilson_interval(correct / judged if judged else 0.0, judged)
-    return AccuracyResult(judged, correct, unsolved, low, high)
-
-
-def positions_from_games(
-    policy: str | Policy,
-    games: int,
-    *,
-    geometry: Geometry | None = None,
-    opponent: str | Policy = "random",
-    seed: int | None = 0,
-    openings: Sequence[Sequence[int]] = (),
-) -> list[Board]:
-    """The positions where ``policy`` was to move in ``games`` games against ``opponent``.
-
-    Seats alternate (the policy moves first in even-numbered games). ``openings``, if given, are
-    move sequences played before the policies take over, cycled over the games.
-    """
-    geometry = geometry or Geometry()
-    policy, opponent = make_policy(policy), make_policy(opponent)
-    rng = np.random.default_rng(seed)
-    positions: list[Board] = []
-    for game in range(games):
-        board = Board.from_moves(geometry, openings[game % len(openings)] if openings else ())
-        policy.reset()
-        opponent.reset()
-        ours = (board.moves + game) % 2
-        while not board.is_terminal():
-            if board.moves % 2 == ours:
-                positions.append(board)
-                board = board.play(int(policy.act(board, rng)))
-            else:
-                board = board.play(int(opponent.act(board, rng)))
-    return positions
+        return getattr(baselines.evaluation, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -23,7 +23,8 @@ import sys
 import time
 from pathlib import Path
 
-from baselines.solver import Solver, load_pons
+from baselines.evaluation import load_pons
+from baselines.solver import Solver
 from connectx_gym import Geometry
 
 SETS = {
@@ -86,17 +87,17 @@ def run(
         wrong_theirs = dict.fromkeys(agents, 0)
         nodes_before = solver.nodes
         for done, position in enumerate(positions, 1):
-            start = time.perf_counter()
+            started = time.perf_counter()
             score = solver.solve(position.board)
-            ours += time.perf_counter() - start
+            ours += time.perf_counter() - started
             exact += score == position.score
             if score != position.score:
                 print(f"WRONG {name} {position.moves}: {score} != {position.score}", flush=True)
             for key, agent in agents.items():
                 board = bitbully.Board([int(c) - 1 for c in position.moves])
-                start = time.perf_counter()
+                started = time.perf_counter()
                 their_score = agent.mtdf(board)
-                theirs[key] += time.perf_counter() - start
+                theirs[key] += time.perf_counter() - started
                 wrong_theirs[key] += their_score != position.score
             if done % 100 == 0:
                 progress = f"{name}: {done}/{len(positions)}, {exact} exact"
@@ -152,6 +153,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--limit", type=int, default=None, help="positions per set (default all)")
     parser.add_argument("--start", type=int, default=0, help="skip this many positions per set")
     parser.add_argument("--quick", action="store_true", help="20 positions per set, no Begin-Hard")
+    parser.add_argument("--smoke", action="store_true", help="3 positions of End-Easy, ours alone")
     parser.add_argument("--book", action="store_true", help="also time bitbully's default book")
     parser.add_argument("--no-bitbully", action="store_true", help="time and check ours alone")
     args = parser.parse_args(argv)
@@ -159,6 +161,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.quick:
         sets = [name for name in sets if name != "L1_R3"] or sets
         limit = limit or 20
+    if args.smoke:
+        sets, limit, args.no_bitbully = ["L3_R1"], 3, True
     if not args.pons_dir.is_dir():
         parser.error(f"no Pons benchmark directory at {args.pons_dir}")
     agents = _bitbully_agents(args.book, wanted=not args.no_bitbully)

@@ -4,6 +4,7 @@ same scores, same best columns, on many random positions and board sizes."""
 from __future__ import annotations
 
 import importlib
+from functools import partial
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines._dual import jit_module
+from baselines._layout import dims, new_frames, new_state, run_in_chunks
 from baselines.heuristic import MINIMAX_WEIGHTS
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
 from connectx_gym import Board, Geometry, make_policy
@@ -69,30 +71,23 @@ def test_minimax_matches_the_tutorial(size: tuple[int, int, int], depth: int, se
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=seeds, depth=st.integers(1, 4))
-def test_compiled_and_plain_minimax_agree(seed: int, depth: int) -> None:
+@given(seed=seeds, depth=st.integers(1, 4), chunk=st.sampled_from([1, 7, 1 << 30]))
+def test_compiled_and_plain_minimax_agree(seed: int, depth: int, chunk: int) -> None:
+    """The compiled kernel in one call and the plain one resumed every ``chunk`` nodes agree."""
     geometry = Geometry(6, 7, 4)
     board = ref.random_board(geometry, seed)
     own, other = MINIMAX_WEIGHTS.arrays(4)
     order = center_order(7)
     results = []
-    for module in (jit_module("baselines._minimax"), importlib.import_module("baselines._minimax")):
+    for module, nodes in (
+        (jit_module("baselines._minimax"), 1 << 30),
+        (importlib.import_module("baselines._minimax"), chunk),
+    ):
         out = np.empty(7)
-        module.minimax_root(
-            board.current,
-            board.mask,
-            depth,
-            True,
-            own,
-            other,
-            order,
-            geometry.bottom,
-            geometry.board,
-            geometry.height,
-            4,
-            geometry.size,
-            out,
-        )
+        frames, bounds = new_frames(depth, geometry)
+        state = new_state()
+        args = (board.current, board.mask, depth, True, own, other, order, dims(geometry), out)
+        run_in_chunks(partial(module.minimax_run, *args, frames, bounds, state), state, nodes)
         results.append(out)
     np.testing.assert_array_equal(*results)
 

@@ -4,6 +4,7 @@ tests/tutorial_reference.py: same per-column scores on many random positions and
 from __future__ import annotations
 
 import importlib
+from functools import partial
 
 import numpy as np
 import pytest
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines._dual import jit_module
+from baselines._layout import dims, new_frames, new_state, run_in_chunks
 from baselines.lookahead import center_order
 from baselines.negamax import NegamaxPolicy
 from connectx_gym import Board, Geometry, make_policy
@@ -48,25 +50,21 @@ def test_negamax_matches_the_notes(size: tuple[int, int, int], depth: int, seed:
 
 
 @settings(max_examples=30, deadline=None)
-@given(seed=seeds, depth=st.integers(1, 6))
-def test_compiled_and_plain_negamax_agree(seed: int, depth: int) -> None:
+@given(seed=seeds, depth=st.integers(1, 6), chunk=st.sampled_from([1, 5, 1 << 30]))
+def test_compiled_and_plain_negamax_agree(seed: int, depth: int, chunk: int) -> None:
+    """The compiled kernel in one call and the plain one resumed every ``chunk`` nodes agree."""
     geometry = Geometry(6, 7, 4)
     board = ref.random_board(geometry, seed)
     results = []
-    for module in (jit_module("baselines._negamax"), importlib.import_module("baselines._negamax")):
+    for module, nodes in (
+        (jit_module("baselines._negamax"), 1 << 30),
+        (importlib.import_module("baselines._negamax"), chunk),
+    ):
         out = np.empty(7)
-        module.negamax_scores(
-            board.current,
-            board.mask,
-            depth,
-            center_order(7),
-            geometry.bottom,
-            geometry.board,
-            geometry.height,
-            4,
-            geometry.size,
-            out,
-        )
+        frames, bounds = new_frames(depth, geometry)
+        state = new_state()
+        args = (board.current, board.mask, depth, center_order(7), dims(geometry), out)
+        run_in_chunks(partial(module.negamax_run, *args, frames, bounds, state), state, nodes)
         results.append(out)
     np.testing.assert_array_equal(*results)
 

@@ -11,18 +11,20 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.solver import (
+from baselines.evaluation import (
     AccuracyResult,
     PonsPosition,
+    load_pons,
+    move_accuracy,
+    positions_from_games,
+)
+from baselines.solver import (
     SearchLimitError,
     Solver,
     SolverPolicy,
     best_moves,
     get_solver,
-    load_pons,
-    move_accuracy,
     move_scores,
-    positions_from_games,
     solve,
 )
 from connectx_gym import Board, Geometry, make_policy
