@@ -117,6 +117,7 @@ class ConnectXVectorEnv(VectorEnv):
         self._policy_of[:] = self._policy_indices(opponent)
         self._all_boards = np.arange(n, dtype=np.int64)
         self._everyone = np.ones(n, dtype=bool)
+        self._pending = False  # some board waits for a new opponent at its next game
         self._started = False
 
     # -- opponents ----------------------------------------------------------------------------
@@ -162,6 +163,7 @@ class ConnectXVectorEnv(VectorEnv):
             full = [spec if spec is not None else "random" for spec in full]
         indices = self._policy_indices(full)
         self._next_policy_of[picked] = indices[picked]
+        self._pending = True
         if not self._started:
             self._apply_pending(self._all_boards)
         self._forget_unused()
@@ -171,9 +173,12 @@ class ConnectXVectorEnv(VectorEnv):
         return [self._names[p] for p in self._policy_of]
 
     def _apply_pending(self, boards: np.ndarray) -> None:
+        if not self._pending:
+            return
         pending = boards[self._next_policy_of[boards] >= 0]
         self._policy_of[pending] = self._next_policy_of[pending]
         self._next_policy_of[pending] = -1
+        self._pending = bool((self._next_policy_of >= 0).any())
 
     def _forget_unused(self) -> None:
         used = np.union1d(self._policy_of, self._next_policy_of[self._next_policy_of >= 0])
@@ -226,7 +231,6 @@ class ConnectXVectorEnv(VectorEnv):
             self._agent, self._mask, self._moves, self._winner, self._observations, self._legal,
             boards,
         )  # fmt: skip
-        self._ended_by_opening[boards] = False
         opponent_action[boards] = -1
         drawn = self.np_random.integers(1, 3, size=len(boards))
         setting = self._mark_setting[boards]  # 0: drawn at each reset
@@ -239,6 +243,7 @@ class ConnectXVectorEnv(VectorEnv):
         second = boards[self._marks[boards] == 2]
         self._opponent_moves(second, opponent_action, np.zeros(self.num_envs))
         if self.geometry.inarow == 1 or self.geometry.cells == 1:  # openings that end games
+            self._ended_by_opening[boards] = False
             self._ended_by_opening[second] = self._winner[second] >= 0
 
     def reset(
