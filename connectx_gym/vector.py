@@ -288,7 +288,11 @@ class ConnectXVectorEnv(VectorEnv):
         if count and self.illegal_action == "raise":
             raise ValueError(self._illegal_message(np.flatnonzero(illegal), columns))
         opponent_action = np.full(n, -1, dtype=np.int64)
-        self._opponent_moves(np.flatnonzero(reply), opponent_action, rewards)
+        try:
+            self._opponent_moves(np.flatnonzero(reply), opponent_action, rewards)
+        except BaseException:
+            self._started = False  # the games cannot go on without the opponents' moves
+            raise
         terminated = self._winner >= 0
         truncated = np.zeros(n, dtype=bool)
         if not terminated.any():
@@ -302,7 +306,11 @@ class ConnectXVectorEnv(VectorEnv):
         final_info["_illegal_action"] = illegal
         final_obs = np.full(n, None, dtype=object)
         final_obs[ended] = list(self._observations[ended].copy())
-        self._reset_boards(ended, opponent_action)
+        try:
+            self._reset_boards(ended, opponent_action)
+        except BaseException:
+            self._started = False
+            raise
         infos = self._infos(opponent_action)
         infos.update(
             final_obs=final_obs, _final_obs=terminated, final_info=final_info,

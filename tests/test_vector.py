@@ -197,6 +197,10 @@ def test_illegal_opponent_answer_raises():
     venv.reset(seed=0)
     with pytest.raises(IllegalMoveError, match="99"):
         venv.step(np.array([0, 0]))
+    with pytest.raises(RuntimeError, match="reset"):  # the games cannot go on
+        venv.step(np.array([1, 1]))
+    venv.reset(options={"opponent": "random"})
+    venv.step(np.array([1, 1]))
 
 
 def test_per_board_opponents_change_at_each_boards_next_game():
