@@ -188,7 +188,8 @@ def _noisy_act_batch(
 
 def _net_act_batch(policy: Any, batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:
     weights = policy.weights
-    if batch.geometry != weights.geometry:
+    trained = weights.geometry  # a Geometry, or anything with rows, columns and inarow
+    if (int(trained.rows), int(trained.columns), int(trained.inarow)) != batch.geometry.key:
         raise ValueError(
             f"{policy.name} was trained on {weights.geometry!r}, not {batch.geometry!r}"
         )

@@ -288,6 +288,15 @@ def test_network_opponent_answers_all_boards_in_one_pass():
         np.testing.assert_array_equal(observations[i], env.step(int(actions[i]))[0])
 
 
+def test_render_draws_every_board():
+    venv = ConnectXVectorEnv(num_envs=3, render_mode="ansi", agent_mark=2)
+    venv.reset(seed=0)
+    drawings = venv.render()
+    assert len(drawings) == 3
+    assert all(isinstance(text, str) and "mark 2" in text for text in drawings)
+    assert len(ConnectXVectorEnv(num_envs=2, render_mode="rgb_array").render()) == 2
+
+
 def test_memory_of_8192_boards():
     venv = ConnectXVectorEnv(num_envs=8192)
     venv.reset(seed=0)
