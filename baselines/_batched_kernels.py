@@ -9,10 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._minimax import minimax_root, onestep_scores
-from baselines._negamax import negamax_scores
+from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT, Dims
+from baselines._minimax import minimax_run, onestep_scores
+from baselines._negamax import negamax_run
 
 ONESTEP, MINIMAX, NEGAMAX = 0, 1, 2
+#: The node budget of one board's search in a batch: the searches run to the end in one call.
+UNLIMITED = 1 << 62
 
 
 def board_scores(
@@ -23,27 +26,29 @@ def board_scores(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
+    d: Dims,
+    frames: np.ndarray,
+    bounds: np.ndarray,
+    state: np.ndarray,
     out: np.ndarray,
 ) -> None:
     """``out``: the per-column scores of agent ``kind`` on one board (NaN: full column), as its
-    policy computes them for ``act`` (minimax: only the best columns exact)."""
+    policy computes them for ``act`` (minimax: only the best columns exact). ``frames``,
+    ``bounds`` and ``state`` are the search's scratch arrays, reused from board to board."""
     if kind == ONESTEP:
-        onestep_scores(
-            current, mask, own_weights, other_weights, bottom, board_bits, height, inarow, size,
-            out.shape[0], out,
-        )  # fmt: skip
-    elif kind == MINIMAX:
-        minimax_root(
-            current, mask, depth, False, own_weights, other_weights, order, bottom, board_bits,
-            height, inarow, size, out,
+        onestep_scores(current, mask, own_weights, other_weights, d, out)
+        return
+    state[STAT_NODES] = 0
+    state[STAT_BUDGET] = UNLIMITED
+    state[STAT_PLY] = -1
+    state[STAT_ROOT] = 0
+    if kind == MINIMAX:
+        minimax_run(
+            current, mask, depth, False, own_weights, other_weights, order, d, out, frames,
+            bounds, state,
         )  # fmt: skip
     else:
-        negamax_scores(current, mask, depth, order, bottom, board_bits, height, inarow, size, out)
+        negamax_run(current, mask, depth, order, d, out, frames, bounds, state)
 
 
 def batch_scores(
@@ -54,16 +59,15 @@ def batch_scores(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    bottom: int,
-    board_bits: int,
-    height: int,
-    inarow: int,
-    size: int,
+    d: Dims,
+    frames: np.ndarray,
+    bounds: np.ndarray,
+    state: np.ndarray,
     out: np.ndarray,
 ) -> None:
     """``out[k]``: :func:`board_scores` of board ``k`` (``current[k]``, ``mask[k]``)."""
     for k in range(current.shape[0]):
         board_scores(
-            kind, current[k], mask[k], depth, own_weights, other_weights, order, bottom,
-            board_bits, height, inarow, size, out[k],
+            kind, current[k], mask[k], depth, own_weights, other_weights, order, d, frames,
+            bounds, state, out[k],
         )  # fmt: skip

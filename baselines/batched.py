@@ -12,6 +12,7 @@ import numpy as np
 
 from baselines._batched_kernels import MINIMAX, NEGAMAX, ONESTEP
 from baselines._dual import backend
+from baselines._layout import dims, new_frames, new_state, require_depth_fits
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
 from baselines.negamax import NegamaxPolicy
 from connectx_gym.batch import BoardBatch, choose_best_batch
@@ -27,9 +28,12 @@ def batch_scores(
     """``(n, columns)`` scores of agent ``kind`` (NaN: full columns) on every board of ``batch``."""
     g = batch.geometry
     out = np.full((len(batch), g.columns), np.nan)
+    if kind != ONESTEP:
+        require_depth_fits("depth", depth, g)
+    frames, bounds = new_frames(depth, g)
     backend("baselines._batched_kernels", g).batch_scores(
-        kind, batch.current, batch.mask, depth, own, other, center_order(g.columns),
-        g.bottom, g.board, g.height, g.inarow, g.size, out,
+        kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims(g),
+        frames, bounds, new_state(), out,
     )  # fmt: skip
     return out
 

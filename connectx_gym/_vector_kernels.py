@@ -23,7 +23,16 @@ from numba import prange
 from connectx_gym._jit import jit
 from connectx_gym.bitboard import has_line
 
-KERNELS = ("play_columns", "legal_masks", "write_planes", "random_columns", "clear_boards")
+KERNELS = (
+    "drop_stone",
+    "play_columns",
+    "agent_moves",
+    "legal_masks",
+    "write_planes",
+    "random_columns",
+    "random_replies",
+    "clear_boards",
+)
 #: Compile with ``parallel=True``: ``prange`` spreads the boards of a kernel over numba's threads.
 PARALLEL = False
 _compiled: list[ModuleType] = []
@@ -49,43 +58,138 @@ def compiled() -> ModuleType:
     return _compiled[0]
 
 
+def drop_stone(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    agent_mark: np.ndarray,
+    winner: np.ndarray,
+    rewards: np.ndarray,
+    planes: np.ndarray,
+    legal: np.ndarray,
+    i: int,
+    column: int,
+    by_agent: bool,
+    rows: int,
+    height: int,
+    inarow: int,
+    size: int,
+    cells: int,
+) -> None:
+    """Drop a stone in ``column`` (legal: checked by the caller) on board ``i``, for the agent
+    (``by_agent``) or its opponent; end the game on a line (``winner`` the mover's mark,
+    ``rewards[i]`` +1 or -1 for the agent) or on a full board (``winner`` 0). The observation
+    ``planes`` and the ``legal`` mask are updated in place: one cell, and the column when it fills
+    (every column when the game ends). Nobody has ``inarow`` stones before ply
+    ``2 * inarow - 1``."""
+    base = column * height
+    filled = (mask[i] >> base) & ((1 << (height - 1)) - 1)  # the column's stones, from bit 0
+    level = 0
+    while filled:
+        filled >>= 1
+        level += 1
+    bit = 1 << (base + level)
+    board_mask = mask[i] | bit
+    mask[i] = board_mask
+    if by_agent:
+        stones = agent[i] | bit
+        agent[i] = stones
+        mark = agent_mark[i]
+        planes[i, 0, rows - 1 - level, column] = 1
+    else:
+        stones = agent[i] ^ board_mask
+        mark = 3 - agent_mark[i]
+        planes[i, 1, rows - 1 - level, column] = 1
+    if level == rows - 1:
+        legal[i, column] = 0
+    played = moves[i] + 1
+    moves[i] = played
+    if played >= 2 * inarow - 1 and has_line(stones, height, inarow, size):
+        winner[i] = mark
+        rewards[i] = 1.0 if by_agent else -1.0
+        legal[i, :] = 0
+    elif played == cells:
+        winner[i] = 0
+        legal[i, :] = 0
+
+
 def play_columns(
     agent: np.ndarray,
     mask: np.ndarray,
     moves: np.ndarray,
     agent_mark: np.ndarray,
     winner: np.ndarray,
+    rewards: np.ndarray,
+    planes: np.ndarray,
+    legal: np.ndarray,
     boards: np.ndarray,
     columns: np.ndarray,
     by_agent: bool,
+    rows: int,
     height: int,
     inarow: int,
     size: int,
     cells: int,
 ) -> None:
-    """Drop a stone in ``columns[k]`` (legal: checked by the caller) on board ``boards[k]``, for
-    the agent (``by_agent``) or its opponent; end the game on a line (``winner`` the mover's mark)
-    or a full board (``winner`` 0). Nobody has ``inarow`` stones before ply ``2 * inarow - 1``."""
+    """:func:`drop_stone` in ``columns[k]`` on board ``boards[k]`` for every ``k``."""
     for k in prange(boards.shape[0]):
-        i = boards[k]
-        base = int(columns[k]) * height
-        column_bits = ((1 << (height - 1)) - 1) << base
-        bit = (mask[i] + (1 << base)) & column_bits
-        board_mask = mask[i] | bit
-        mask[i] = board_mask
-        if by_agent:
-            agent[i] = agent[i] | bit
-            stones = agent[i]
-            mark = agent_mark[i]
+        drop_stone(
+            agent, mask, moves, agent_mark, winner, rewards, planes, legal, boards[k],
+            int(columns[k]), by_agent, rows, height, inarow, size, cells,
+        )  # fmt: skip
+
+
+def agent_moves(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    agent_mark: np.ndarray,
+    winner: np.ndarray,
+    rewards: np.ndarray,
+    planes: np.ndarray,
+    legal: np.ndarray,
+    opening_ended: np.ndarray,
+    columns: np.ndarray,
+    illegal: np.ndarray,
+    reply: np.ndarray,
+    only_check: bool,
+    rows: int,
+    height: int,
+    inarow: int,
+    size: int,
+    cells: int,
+) -> int:
+    """The agent's move ``columns[i]`` on every board ``i``; returns the number of illegal ones
+    (off the board or full), flagged in ``illegal``. With ``only_check`` and an illegal move,
+    nothing changes. Otherwise an illegal move loses (``winner`` the opponent's mark, reward -1),
+    a board whose opponent's opening ended the game reports its end (reward -1 on a loss), legal
+    moves are played, and ``reply[i]`` says whether the opponent moves next."""
+    count = 0
+    n = columns.shape[0]
+    width = legal.shape[1]
+    for i in range(n):
+        column = columns[i]
+        bad = not opening_ended[i] and (column < 0 or column >= width or legal[i, column] == 0)
+        illegal[i] = bad
+        count += bad
+    if only_check and count > 0:
+        return count
+    for i in range(n):
+        if opening_ended[i]:
+            opening_ended[i] = False
+            if winner[i] == 3 - agent_mark[i]:
+                rewards[i] = -1.0
+        elif illegal[i]:
+            winner[i] = 3 - agent_mark[i]
+            rewards[i] = -1.0
+            legal[i, :] = 0
         else:
-            stones = agent[i] ^ board_mask
-            mark = 3 - agent_mark[i]
-        played = moves[i] + 1
-        moves[i] = played
-        if played >= 2 * inarow - 1 and has_line(stones, height, inarow, size):
-            winner[i] = mark
-        elif played == cells:
-            winner[i] = 0
+            drop_stone(
+                agent, mask, moves, agent_mark, winner, rewards, planes, legal, i,
+                int(columns[i]), True, rows, height, inarow, size, cells,
+            )  # fmt: skip
+            reply[i] = winner[i] < 0
+    return count
 
 
 def legal_masks(
@@ -144,20 +248,55 @@ def random_columns(
                 chosen -= 1
 
 
+def random_replies(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    agent_mark: np.ndarray,
+    winner: np.ndarray,
+    rewards: np.ndarray,
+    planes: np.ndarray,
+    legal: np.ndarray,
+    boards: np.ndarray,
+    uniforms: np.ndarray,
+    played: np.ndarray,
+    rows: int,
+    height: int,
+    inarow: int,
+    size: int,
+    cells: int,
+) -> None:
+    """A random opponent's move on each board of ``boards`` (:func:`random_columns` then
+    :func:`drop_stone`, in one pass); ``played[i]`` gets the column."""
+    columns = legal.shape[1]
+    picked = np.empty(1, dtype=np.int64)
+    for k in range(boards.shape[0]):
+        random_columns(mask, boards[k : k + 1], uniforms[k : k + 1], rows, height, columns, picked)
+        played[boards[k]] = picked[0]
+        drop_stone(
+            agent, mask, moves, agent_mark, winner, rewards, planes, legal, boards[k],
+            int(picked[0]), False, rows, height, inarow, size, cells,
+        )  # fmt: skip
+
+
 def clear_boards(
     agent: np.ndarray,
     mask: np.ndarray,
     moves: np.ndarray,
     winner: np.ndarray,
+    planes: np.ndarray,
+    legal: np.ndarray,
     boards: np.ndarray,
 ) -> None:
-    """Empty the boards ``boards`` for a new game."""
+    """Empty the boards ``boards`` for a new game (planes cleared, every column legal)."""
     for k in prange(boards.shape[0]):
         i = boards[k]
         agent[i] = 0
         mask[i] = 0
         moves[i] = 0
         winner[i] = -1
+        planes[i] = 0
+        legal[i] = 1
 
 
 def for_geometry(fits_64_bits: bool) -> ModuleType:

@@ -123,6 +123,8 @@ def choose_columns(
             columns[k] = validate_answer(policy.act(board, rng), board, who)
         return columns
     answer = np.asarray(actor(batch, rng))
+    if actor is _random_act_batch:  # legal by construction
+        return answer
     if answer.shape != (len(batch),) or answer.dtype.kind not in "iu":
         raise IllegalMoveError(
             f"{who} answered a batch of shape {answer.shape} and dtype {answer.dtype}; "
@@ -186,7 +188,8 @@ def _noisy_act_batch(
 
 def _net_act_batch(policy: Any, batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:
     weights = policy.weights
-    if batch.geometry != weights.geometry:
+    trained = weights.geometry  # a Geometry, or anything with rows, columns and inarow
+    if (int(trained.rows), int(trained.columns), int(trained.inarow)) != batch.geometry.key:
         raise ValueError(
             f"{policy.name} was trained on {weights.geometry!r}, not {batch.geometry!r}"
         )

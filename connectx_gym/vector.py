@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 from connectx_gym import _vector_kernels
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy
+from connectx_gym.policy import Policy, RandomPolicy
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
@@ -116,6 +116,8 @@ class ConnectXVectorEnv(VectorEnv):
         self._next_policy_of = np.full(n, -1, dtype=np.int64)
         self._policy_of[:] = self._policy_indices(opponent)
         self._all_boards = np.arange(n, dtype=np.int64)
+        self._everyone = np.ones(n, dtype=bool)
+        self._pending = False  # some board waits for a new opponent at its next game
         self._started = False
 
     # -- opponents ----------------------------------------------------------------------------
@@ -161,6 +163,7 @@ class ConnectXVectorEnv(VectorEnv):
             full = [spec if spec is not None else "random" for spec in full]
         indices = self._policy_indices(full)
         self._next_policy_of[picked] = indices[picked]
+        self._pending = True
         if not self._started:
             self._apply_pending(self._all_boards)
         self._forget_unused()
@@ -170,9 +173,12 @@ class ConnectXVectorEnv(VectorEnv):
         return [self._names[p] for p in self._policy_of]
 
     def _apply_pending(self, boards: np.ndarray) -> None:
+        if not self._pending:
+            return
         pending = boards[self._next_policy_of[boards] >= 0]
         self._policy_of[pending] = self._next_policy_of[pending]
         self._next_policy_of[pending] = -1
+        self._pending = bool((self._next_policy_of >= 0).any())
 
     def _forget_unused(self) -> None:
         used = np.union1d(self._policy_of, self._next_policy_of[self._next_policy_of >= 0])
@@ -186,7 +192,9 @@ class ConnectXVectorEnv(VectorEnv):
         waiting = self._next_policy_of >= 0
         self._next_policy_of[waiting] = remap[self._next_policy_of[waiting]]
 
-    def _opponent_moves(self, boards: np.ndarray, opponent_action: np.ndarray) -> None:
+    def _opponent_moves(
+        self, boards: np.ndarray, opponent_action: np.ndarray, rewards: np.ndarray
+    ) -> None:
         """The opponents' replies on ``boards`` (each policy once, for all its boards)."""
         if len(boards) == 0:
             return
@@ -200,32 +208,43 @@ class ConnectXVectorEnv(VectorEnv):
             ]
         )
         for p, group in groups:
+            if type(self._policies[p]) is RandomPolicy:  # the common case, in one kernel call
+                self._kernels.random_replies(
+                    self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
+                    self._observations, self._legal, group, self.np_random.random(len(group)),
+                    opponent_action, g.rows, g.height, g.inarow, g.size, g.cells,
+                )  # fmt: skip
+                continue
             batch = BoardBatch(
                 g, self._agent[group] ^ self._mask[group], self._mask[group], self._moves[group]
             )
             who = f"opponent {self._names[p]!r}"
             columns = choose_columns(self._policies[p], batch, self.np_random, who)
-            self._kernels.play_columns(
-                self._agent, self._mask, self._moves, self._marks, self._winner,
-                group, columns, False, g.height, g.inarow, g.size, g.cells,
-            )  # fmt: skip
+            self._play(group, columns, False, rewards)
             opponent_action[group] = columns
 
     # -- episodes -----------------------------------------------------------------------------
     def _reset_boards(self, boards: np.ndarray, opponent_action: np.ndarray) -> None:
         """New games on ``boards``: pending opponents, marks, the opponent's opening moves."""
         self._apply_pending(boards)
-        self._kernels.clear_boards(self._agent, self._mask, self._moves, self._winner, boards)
-        self._ended_by_opening[boards] = False
+        self._kernels.clear_boards(
+            self._agent, self._mask, self._moves, self._winner, self._observations, self._legal,
+            boards,
+        )  # fmt: skip
         opponent_action[boards] = -1
         drawn = self.np_random.integers(1, 3, size=len(boards))
         setting = self._mark_setting[boards]  # 0: drawn at each reset
         self._marks[boards] = np.where(setting == 0, drawn, setting)
-        for p in np.unique(self._policy_of[boards]):
-            self._policies[p].reset()
+        if len(self._policies) == 1:
+            self._policies[0].reset()
+        else:
+            for p in np.unique(self._policy_of[boards]):
+                self._policies[p].reset()
         second = boards[self._marks[boards] == 2]
-        self._opponent_moves(second, opponent_action)
-        self._ended_by_opening[second] = self._winner[second] >= 0
+        self._opponent_moves(second, opponent_action, np.zeros(self.num_envs))
+        if self.geometry.inarow == 1 or self.geometry.cells == 1:  # openings that end games
+            self._ended_by_opening[boards] = False
+            self._ended_by_opening[second] = self._winner[second] >= 0
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
@@ -248,7 +267,6 @@ class ConnectXVectorEnv(VectorEnv):
         opponent_action = np.full(self.num_envs, -1, dtype=np.int64)
         self._reset_boards(self._all_boards, opponent_action)
         self._started = True
-        self._write(self._all_boards)
         return self._output(), self._infos(opponent_action)
 
     def step(
@@ -260,50 +278,50 @@ class ConnectXVectorEnv(VectorEnv):
         columns = self._columns(actions)
         g, n = self.geometry, self.num_envs
         rewards = np.zeros(n, dtype=np.float64)
-        opening = self._ended_by_opening.copy()
-        on_board = (columns >= 0) & (columns < g.columns)
-        legal = on_board.copy()
-        legal[on_board] = self._legal[np.flatnonzero(on_board), columns[on_board]] == 1
-        illegal = ~legal & ~opening
-        if illegal.any():
-            if self.illegal_action == "raise":
-                raise ValueError(self._illegal_message(np.flatnonzero(illegal), columns))
-            self._winner[illegal] = 3 - self._marks[illegal]
-        movers = np.flatnonzero(legal & ~opening)
-        self._kernels.play_columns(
-            self._agent, self._mask, self._moves, self._marks, self._winner,
-            movers, columns[movers], True, g.height, g.inarow, g.size, g.cells,
+        illegal = np.zeros(n, dtype=bool)
+        reply = np.zeros(n, dtype=bool)
+        count = self._kernels.agent_moves(
+            self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
+            self._observations, self._legal, self._ended_by_opening, columns, illegal, reply,
+            self.illegal_action == "raise", g.rows, g.height, g.inarow, g.size, g.cells,
         )  # fmt: skip
+        if count and self.illegal_action == "raise":
+            raise ValueError(self._illegal_message(np.flatnonzero(illegal), columns))
         opponent_action = np.full(n, -1, dtype=np.int64)
-        self._opponent_moves(movers[self._winner[movers] < 0], opponent_action)
-        self._write(movers)
-        rewards[self._winner == self._marks] = 1.0
-        rewards[self._winner == 3 - self._marks] = -1.0
+        try:
+            self._opponent_moves(np.flatnonzero(reply), opponent_action, rewards)
+        except BaseException:
+            self._started = False  # the games cannot go on without the opponents' moves
+            raise
         terminated = self._winner >= 0
-        infos = self._infos(opponent_action)
-        if terminated.any():
-            ended = np.flatnonzero(terminated)
-            final_info = self._infos(opponent_action)
-            final_info["action_mask"][ended] = 0
-            final_info["winner"] = np.where(terminated, self._winner, 0)
-            final_info["_winner"] = terminated
-            final_info["illegal_action"] = illegal
-            final_info["_illegal_action"] = illegal
-            final_obs = np.full(n, None, dtype=object)
-            final_obs[ended] = list(self._observations[ended].copy())
-            self._ended_by_opening[opening] = False
-            self._reset_boards(ended, opponent_action)
-            self._write(ended)
-            infos = self._infos(opponent_action)
-            infos.update(
-                final_obs=final_obs, _final_obs=terminated, final_info=final_info,
-                _final_info=terminated,
-            )  # fmt: skip
         truncated = np.zeros(n, dtype=bool)
+        if not terminated.any():
+            return self._output(), rewards, terminated, truncated, self._infos(opponent_action)
+        ended = np.flatnonzero(terminated)
+        final_info = self._infos(opponent_action)
+        final_info["action_mask"] = np.zeros_like(self._legal)  # every column, once it is over
+        final_info["winner"] = np.where(terminated, self._winner, 0)
+        final_info["_winner"] = terminated
+        final_info["illegal_action"] = illegal
+        final_info["_illegal_action"] = illegal
+        final_obs = np.full(n, None, dtype=object)
+        final_obs[ended] = list(self._observations[ended].copy())
+        try:
+            self._reset_boards(ended, opponent_action)
+        except BaseException:
+            self._started = False
+            raise
+        infos = self._infos(opponent_action)
+        infos.update(
+            final_obs=final_obs, _final_obs=terminated, final_info=final_info,
+            _final_info=terminated,
+        )  # fmt: skip
         return self._output(), rewards, terminated, truncated, infos
 
     def _columns(self, actions: Any) -> np.ndarray:
         array = np.asarray(actions)
+        if array.dtype == np.int64 and array.shape == (self.num_envs,):
+            return np.ascontiguousarray(array)
         if array.dtype.kind not in "iu":
             raise TypeError(
                 f"actions must be integer columns, got dtype {array.dtype} ({actions!r:.80})"
@@ -320,13 +338,15 @@ class ConnectXVectorEnv(VectorEnv):
         more = f" and {len(boards) - 5} more" if len(boards) > 5 else ""
         return "illegal action: " + "; ".join(parts) + more
 
-    def _write(self, boards: np.ndarray) -> None:
+    def _play(
+        self, boards: np.ndarray, columns: np.ndarray, by_agent: bool, rewards: np.ndarray
+    ) -> None:
         g = self.geometry
-        self._kernels.write_planes(
-            self._agent, self._mask, boards, g.rows, g.height, self._observations
-        )
-        self._kernels.legal_masks(self._mask, self._winner, g.rows, g.height, self._legal)
-        self._legal[self._ended_by_opening] = 0
+        self._kernels.play_columns(
+            self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
+            self._observations, self._legal, boards, columns, by_agent, g.rows, g.height,
+            g.inarow, g.size, g.cells,
+        )  # fmt: skip
 
     def _output(self) -> np.ndarray:
         return self._observations.copy() if self.copy else self._observations
@@ -334,9 +354,9 @@ class ConnectXVectorEnv(VectorEnv):
     def _infos(self, opponent_action: np.ndarray) -> dict[str, Any]:
         return {
             "action_mask": self._legal.copy(),
-            "_action_mask": np.ones(self.num_envs, dtype=bool),
+            "_action_mask": self._everyone.copy(),
             "agent_mark": self._marks.copy(),
-            "_agent_mark": np.ones(self.num_envs, dtype=bool),
+            "_agent_mark": self._everyone.copy(),
             "opponent_action": opponent_action.copy(),
             "_opponent_action": opponent_action >= 0,
         }

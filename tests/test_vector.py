@@ -197,6 +197,10 @@ def test_illegal_opponent_answer_raises():
     venv.reset(seed=0)
     with pytest.raises(IllegalMoveError, match="99"):
         venv.step(np.array([0, 0]))
+    with pytest.raises(RuntimeError, match="reset"):  # the games cannot go on
+        venv.step(np.array([1, 1]))
+    venv.reset(options={"opponent": "random"})
+    venv.step(np.array([1, 1]))
 
 
 def test_per_board_opponents_change_at_each_boards_next_game():
@@ -282,6 +286,15 @@ def test_network_opponent_answers_all_boards_in_one_pass():
     assert calls[-1] == 8
     for i, env in enumerate(singles):  # distinct random logits: no ties, the same reply
         np.testing.assert_array_equal(observations[i], env.step(int(actions[i]))[0])
+
+
+def test_render_draws_every_board():
+    venv = ConnectXVectorEnv(num_envs=3, render_mode="ansi", agent_mark=2)
+    venv.reset(seed=0)
+    drawings = venv.render()
+    assert len(drawings) == 3
+    assert all(isinstance(text, str) and "mark 2" in text for text in drawings)
+    assert len(ConnectXVectorEnv(num_envs=2, render_mode="rgb_array").render()) == 2
 
 
 def test_memory_of_8192_boards():
