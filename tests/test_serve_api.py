@@ -231,6 +231,19 @@ def test_opponent_specs_are_checked(client, opponent, status, message) -> None:
     assert message in answer.get_json()["error"]
 
 
+def test_full_width_searches_are_capped_by_the_board_width(client) -> None:
+    wide = {**position([], rows=6, columns=20), "mark": 1}
+    answer = client.post("/api/move", json={**wide, "opponent": "minimax:depth=6"})
+    assert answer.status_code == 400
+    assert (
+        "depth 6 on 20 columns is too deep for this server (at most 5)"
+        in answer.get_json()["error"]
+    )
+    assert client.post("/api/move", json={**wide, "opponent": "minimax:depth=4"}).status_code == 200
+    narrow = {**position([]), "mark": 1, "opponent": "minimax:depth=7"}
+    assert client.post("/api/move", json=narrow).status_code == 200
+
+
 def test_saved_agents_are_off_without_a_models_directory() -> None:
     client = create_app("random").test_client()
     answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": "a.npz"})
