@@ -234,3 +234,15 @@ def test_replay_refuses_a_file_that_is_not_saved_games(page, tmp_path: Path) -> 
     page.set_input_files("#games-file", str(bad))
     page.wait_for_selector("#status.error")
     assert "line 1 is not a saved game" in page.inner_text("#status")
+
+
+def test_an_unknown_opponent_is_reported_and_can_be_replaced(page) -> None:
+    new_game(page, 6, 7, 4, side=2, opponent="nosuch")
+    page.wait_for_selector("#status.error")
+    assert "unknown policy 'nosuch'" in page.inner_text("#status")
+    page.fill("#opponent", "random")
+    page.dispatch_event("#opponent", "change")
+    page.wait_for_function(
+        "document.querySelector('#status').textContent.startsWith('Your move (yellow)')"
+    )
+    assert discs(page) == 1

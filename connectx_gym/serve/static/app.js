@@ -296,6 +296,10 @@ async function start() {
   $("board").addEventListener("click", clickColumn);
   $("new-game").addEventListener("click", newGame);
   $("undo").addEventListener("click", undo);
+  $("opponent").addEventListener("change", () => {  // a new opponent takes over the game at once
+    game.opponent = $("opponent").value.trim() || game.defaultOpponent;
+    if (game.mode === "play" && !game.busy) refresh();
+  });
   $("tab-play").addEventListener("click", () => setMode("play"));
   $("tab-replay").addEventListener("click", () => setMode("replay"));
   $("analyse-on").addEventListener("change", () => analyse(game.generation));
