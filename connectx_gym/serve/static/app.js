@@ -65,12 +65,11 @@ function drawBoard() {
   document.documentElement.style.setProperty("--cell", `${cell}px`);
   board.style.gridTemplateColumns = `repeat(${columns}, var(--cell))`;
   const cells = flatBoard();
-  const legal = new Set(game.state ? game.state.legal : []);
   const line = new Set((game.state ? game.state.line : []).map(([r, c]) => r * columns + c));
   const last = lastCell();
   const parts = [];
   for (let c = 0; c < columns; c++) {
-    parts.push(`<div class="head${legal.has(c) ? "" : " full"}" data-column="${c}">${c + 1}</div>`);
+    parts.push(`<div class="head${cells[c] ? " full" : ""}" data-column="${c}">${c + 1}</div>`);
   }
   for (let i = 0; i < rows * columns; i++) {
     const mark = cells[i];
