@@ -66,7 +66,8 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     or 0 for a draw) and, for an illegal move, ``illegal_action`` (True).
 
     ## Arguments
-    - ``rows=6, columns=7, inarow=4``: the board, any whole numbers >= 1.
+    - ``rows=6, columns=7, inarow=4``: the board, any whole numbers >= 1 up to 1024, with at most
+      4096 cells (``connectx_gym.bitboard.MAX_SIDE``, ``MAX_CELLS``).
     - ``opponent="random"``: a registered policy spec (``"minimax:depth=4"``; see
       ``connectx_gym.list_policies()``), a path to a saved agent, a ``Policy`` object, or a
       Kaggle-style callable ``agent(obs, config)``. Change it between episodes with
@@ -82,6 +83,11 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
     All randomness (the opponent's, the agent's mark) comes from the env's generator, seeded by
     ``reset(seed=...)``: the same seed and actions give the same episodes.
+
+    ## Copies
+    ``copy.deepcopy(env)`` and ``pickle`` give a faithful, independent env mid-game: same position,
+    opponent state and generator state, so the copy and the original play on identically for the
+    same actions (the compiled win check and the numpy views are rebuilt on the copy).
 
     ## Version History
     - v0: Initial version.
@@ -121,13 +127,31 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
         g = self.geometry
         self._dimensions = (g.rows, g.height, g.inarow, g.size, g.cells)
-        # The win check, numba-compiled when the board fits in 64 bits (the same function).
-        self._has_line = jit(has_line) if g.fits_64_bits else has_line
         self._rows, self._columns = g.rows, g.columns
         self.action_space = spaces.Discrete(g.columns)
         self.observation_space = spaces.Box(0, 1, shape=(2, g.rows, g.columns), dtype=np.int8)
         self._new_game()
         self._done = True
+        self._attach()
+
+    def _attach(self) -> None:
+        """Build what is derived, not state: the win check (numba-compiled when the board fits in
+        64 bits) and the numpy views over the observation and mask bytearrays."""
+        g = self.geometry
+        self._has_line = jit(has_line) if g.fits_64_bits else has_line
+        self._planes = np.frombuffer(self._plane_bytes, dtype=np.int8).reshape(2, g.rows, g.columns)
+        self._legal = np.frombuffer(self._legal_bytes, dtype=np.int8)
+
+    # -- copies: copy.deepcopy and pickle give a faithful, independent env ------------------------
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        for derived in ("_has_line", "_planes", "_legal"):
+            state.pop(derived, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._attach()
 
     # -- episode ------------------------------------------------------------------------------
     def _new_game(self) -> None:

@@ -26,9 +26,11 @@ from typing import Any
 import numpy as np
 
 from connectx_gym.bitboard import Board
+from connectx_gym.files import FILE_LOADERS
 from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
 __all__ = [
+    "MAX_SPEC_LENGTH",
     "MODEL_SUFFIXES",
     "PolicyEntry",
     "as_kaggle_agent",
@@ -39,7 +41,9 @@ __all__ = [
 ]
 
 #: Files that :func:`make_policy` loads as agents (through the ``"file"`` policy).
-MODEL_SUFFIXES = (".npz", ".zip", ".py")
+MODEL_SUFFIXES = tuple(FILE_LOADERS)
+#: The longest spec string :func:`make_policy` accepts (a path to a saved agent included).
+MAX_SPEC_LENGTH = 1024
 
 
 @dataclass(frozen=True)
@@ -56,7 +60,10 @@ class PolicyEntry:
             return self.entry_point
         module_name, _, attribute = self.entry_point.partition(":")
         module = importlib.import_module(module_name)
-        return getattr(module, attribute)
+        factory = getattr(module, attribute, None)
+        if not callable(factory):
+            raise ImportError(f"entry point {self.entry_point!r} of policy {self.name!r} not found")
+        return factory
 
 
 _registry: dict[str, PolicyEntry] = {}
@@ -69,10 +76,21 @@ def register_policy(name: str, entry_point: str | Callable[..., Policy], **defau
     the factory itself; ``defaults`` are keyword arguments given to it unless a spec overrides them.
     Registering a name again replaces the earlier entry.
     """
-    if not name or "=" in name or name != name.strip():
+    if not isinstance(name, str) or not name or name != name.strip():
         raise ValueError(f"invalid policy name {name!r}")
-    if isinstance(entry_point, str) and entry_point.count(":") != 1:
-        raise ValueError(f"entry point must look like 'module:attr', got {entry_point!r}")
+    if any(character in name for character in "=,~") or len(name) > MAX_SPEC_LENGTH:
+        raise ValueError(f"invalid policy name {name!r}: it may not contain '=', ',' or '~'")
+    if isinstance(entry_point, str):
+        module, _, attribute = entry_point.partition(":")
+        if entry_point.count(":") != 1 or not all(
+            part.isidentifier() for part in [*module.split("."), attribute]
+        ):
+            raise ValueError(f"entry point must look like 'module:attr', got {entry_point!r}")
+    elif not callable(entry_point):
+        raise TypeError(
+            f"entry point of policy {name!r} must be a 'module:attr' string or a callable, "
+            f"got {entry_point!r}"
+        )
     _registry[name] = PolicyEntry(name, entry_point, dict(defaults))
 
 
@@ -98,6 +116,8 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
         key = key.strip()
         if not sep or not key.isidentifier():
             raise ValueError(f"bad parameter {item!r} in policy spec {spec!r}: expected key=value")
+        if key in params:
+            raise ValueError(f"parameter {key!r} given twice in policy spec {spec!r}")
         params[key] = _parse_value(raw.strip())
     return name, params
 
@@ -108,14 +128,21 @@ def _parse_value(raw: str) -> Any:
         return lowered == "true"
     if lowered in ("none", "null"):
         return None
+    if lowered in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
+        return float(lowered)  # a number, so that range checks name it ("time_budget=nan")
     try:
         return ast.literal_eval(raw)
-    except (ValueError, SyntaxError):
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return raw
 
 
 def _is_path_spec(spec: str) -> bool:
-    return spec.lower().endswith(MODEL_SUFFIXES) or Path(spec).is_file()
+    if spec.lower().endswith(MODEL_SUFFIXES):
+        return True
+    try:
+        return Path(spec).is_file()
+    except (OSError, ValueError):  # a name too long for the file system, a NUL byte
+        return False
 
 
 def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Policy:
@@ -133,6 +160,11 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
         if callable(spec):
             return KaggleAgentPolicy(spec, **kwargs)
         raise TypeError(f"a policy spec must be a string, a Policy or a callable, got {spec!r}")
+    if len(spec) > MAX_SPEC_LENGTH:
+        raise ValueError(
+            f"policy spec of {len(spec)} characters is longer than {MAX_SPEC_LENGTH}: "
+            f"{spec[:40]!r}..."
+        )
     base, tilde, noise = spec.rpartition("~")
     if tilde and spec.strip() not in _registry and not _is_path_spec(spec.strip()):
         return NoisyPolicy(make_policy(base, **kwargs), _parse_noise(noise, spec))

@@ -23,7 +23,7 @@ import numpy as np
 
 from connectx_gym.match import MatchResult, PolicyLike, play_match
 
-__all__ = ["TournamentResult", "bradley_terry_elo", "run_tournament"]
+__all__ = ["TournamentResult", "bradley_terry_elo", "run_tournament", "short_label"]
 
 ELO_MEAN = 1500.0
 
@@ -116,38 +116,86 @@ class TournamentResult:
         return "\n".join(lines)
 
     def plot(self, path: str | Path) -> Path:
-        """Ratings with intervals and the score matrix as a PNG (needs matplotlib)."""
+        """Ratings with intervals and the score matrix as a PNG (needs matplotlib).
+
+        Readable for any names and any number of players: players are numbered by rank, the
+        axes show the number and a short label, and a key under the plots gives every full name;
+        the figure grows with the number of players.
+        """
         import matplotlib
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
 
-        order = self.ranking()[::-1]
-        names = [self.players[i] for i in order]
-        size = len(order)
-        figure, (left, right) = plt.subplots(
-            1, 2, figsize=(6 + 0.6 * size, 1.5 + 0.45 * size), width_ratios=[1, 1]
+        ranked = self.ranking()
+        size = len(ranked)
+        number = {player: rank for rank, player in enumerate(ranked, 1)}
+        order = ranked[::-1]  # best at the top of the rating plot
+        labels = [f"{number[i]}. {short_label(self.players[i])}" for i in order]
+        cell = 0.45
+        key_lines = [f"{number[i]}. {short_label(self.players[i], 90)}" for i in ranked]
+        key_columns = 1 if size <= 8 else 2
+        key_height = 0.3 + 0.2 * math.ceil(size / key_columns)
+        plots_height = max(3.0, 1.6 + cell * size)
+        width = max(10.0, 5.5 + 2 * cell * size)
+        figure = plt.figure(figsize=(width, plots_height + key_height + 0.4))
+        grid = figure.add_gridspec(
+            2, 2, height_ratios=[plots_height, key_height], width_ratios=[1, 1]
         )
+        left, right = figure.add_subplot(grid[0, 0]), figure.add_subplot(grid[0, 1])
         errors = [self.elo[order] - self.elo_low[order], self.elo_high[order] - self.elo[order]]
         left.errorbar(self.elo[order], range(size), xerr=errors, fmt="o", capsize=3)
-        left.set_yticks(range(size), names)
+        left.set_yticks(range(size), labels)
         left.set_xlabel("Elo (mean 1500), 95% interval")
+        left.set_title("ratings")
         left.grid(alpha=0.3)
         matrix = np.full((size, size), np.nan)
-        for a, i in enumerate(order):
-            for b, j in enumerate(order):
+        for a, i in enumerate(ranked):  # rank order: best first, top left
+            for b, j in enumerate(ranked):
                 if i != j:
                     matrix[a, b] = self.scores[i, j] / self.games[i, j]
-        image = right.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn", origin="lower")
-        right.set_xticks(range(size), names, rotation=45, ha="right")
-        right.set_yticks(range(size), names)
+        image = right.imshow(matrix, vmin=0, vmax=1, cmap="RdYlGn")
+        numbers = [str(rank) for rank in range(1, size + 1)]
+        right.set_xticks(range(size), numbers)
+        right.set_yticks(range(size), numbers)
+        right.set_xlabel("column player (number in the key)")
+        right.set_ylabel("row player")
         right.set_title("score of row vs column")
+        if size <= 12:
+            for a in range(size):
+                for b in range(size):
+                    if a != b:
+                        shade = "white" if abs(matrix[a, b] - 0.5) > 0.35 else "black"
+                        right.text(
+                            b, a, f"{matrix[a, b]:.2f}", ha="center", va="center", size=8, c=shade
+                        )
         figure.colorbar(image, ax=right, fraction=0.046)
+        key = figure.add_subplot(grid[1, :])
+        key.axis("off")
+        per_column = math.ceil(size / key_columns)
+        for column in range(key_columns):
+            text = "\n".join(key_lines[column * per_column : (column + 1) * per_column])
+            key.text(
+                column / key_columns, 1.0, text, va="top", ha="left", size=9, family="monospace"
+            )
+        key.set_title("key", loc="left", size=10)
         figure.tight_layout()
         path = Path(path)
         figure.savefig(path, dpi=100)
         plt.close(figure)
         return path
+
+
+def short_label(name: str, width: int = 18) -> str:
+    """``name`` in at most ``width`` characters: a path's file name, a long name cut in the middle
+    (``minimax:dep…=0.25``)."""
+    name = " ".join(str(name).split())
+    if len(name) > width and ("/" in name or "\\" in name):
+        name = name.replace("\\", "/").rstrip("/").rpartition("/")[2] or name
+    if len(name) <= width:
+        return name
+    head = (width - 1) // 2
+    return name[:head] + "\u2026" + name[len(name) - (width - 1 - head) :]
 
 
 def run_tournament(

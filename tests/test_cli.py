@@ -135,6 +135,21 @@ def test_play_colours_the_discs_when_asked(
         (["train", "--opponent", "nosuchpolicy", "--out", "OUT"], "unknown policy"),
         (["train", "--resume", "--out", "OUT"], "nothing to resume"),
         (["nosuchcommand"], "invalid choice"),
+        (["evaluate", "random", "random", "--games", "99999999999999999999"], "must be <="),
+        (["evaluate", "random", "random", "--seed", "-1"], "must be >= 0"),
+        (["evaluate", "random", "random", "--seed", "1e3"], "whole number"),
+        (["evaluate", "random", "random", "--rows", "100", "--columns", "100"], "4096 cells"),
+        (["evaluate", "random", "random", "--columns", "99999999999"], "must be <= 1024"),
+        (["evaluate", "random", "x" * 300], "unknown policy"),
+        (["evaluate", "random", "x" * 3000], "longer than 1024"),
+        (["evaluate", "random", "minimax:depth=3,depth=4"], "given twice"),
+        (["evaluate", "random", "random~nan"], "noise"),
+        (["tournament", "random", "random", "--bootstrap", "-5"], "must be >= 0"),
+        (["accuracy", "random", "--time-limit", "-1"], "finite number > 0"),
+        (["accuracy", "random", "--time-limit", "nan"], "finite number > 0"),
+        (["accuracy", "random", "--limit", "0"], "must be >= 1"),
+        (["play", "--opponent", "nosuch"], "unknown policy"),
+        (["play", "--rows", "0"], "must be >= 1"),
     ],
 )
 def test_bad_input_is_a_clean_error(
@@ -256,3 +271,28 @@ def test_noise_suffix_in_every_command(
     code, out, err = run(capsys, "play", "--opponent", "random~0.1")
     assert code == 0, err
     assert "bye" in out
+
+
+def test_play_with_closed_stdin_is_one_line() -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "connectx_gym.cli", "play", "--opponent", "random"],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode == 1
+    assert "Traceback" not in completed.stderr
+    assert completed.stderr.strip().splitlines() == ["connectx play: error: end of input"]
+
+
+def test_unexpected_errors_are_one_line(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def explode(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("something\nbroke")
+
+    monkeypatch.setattr("connectx_gym.match.play_match", explode)
+    code, _, err = run(capsys, "evaluate", "random", "random")
+    assert code == 1
+    assert err.strip() == "connectx evaluate: error: RuntimeError: something broke"

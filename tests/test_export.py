@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import importlib.util
+import sys
 import time
 from pathlib import Path
 from types import ModuleType
@@ -20,7 +21,7 @@ from train.config import TrainConfig
 from train.export import export_kaggle
 from train.trainer import _new_model, model_weights
 
-STANDARD_LIBRARY = {"base64", "io", "json"}
+STANDARD_LIBRARY = set(sys.stdlib_module_names)
 
 
 def load_module(path: Path) -> ModuleType:

@@ -349,3 +349,56 @@ def test_noise_suffix_softens_any_spec() -> None:
 def test_noise_suffix_rejects_bad_values(spec: str) -> None:
     with pytest.raises(ValueError, match="noise"):
         make_policy(spec)
+
+
+@pytest.mark.parametrize(
+    ("name", "entry_point", "error"),
+    [
+        ("answer", 42, TypeError),
+        ("answer", None, TypeError),
+        ("has,comma", "module:attr", ValueError),
+        ("has~tilde", "module:attr", ValueError),
+        ("ok", "not a module:attr", ValueError),
+        ("ok", "module:", ValueError),
+        (42, "module:attr", ValueError),
+    ],
+)
+def test_register_policy_checks_types(name: Any, entry_point: Any, error: type) -> None:
+    with pytest.raises(error, match=r"invalid policy name|entry point"):
+        register_policy(name, entry_point)
+    assert str(name) not in list_policies()
+
+
+def test_duplicate_parameters_are_rejected() -> None:
+    with pytest.raises(ValueError, match="'depth' given twice"):
+        parse_spec("minimax:depth=3,depth=4")
+    with pytest.raises(ValueError, match="given twice"):
+        make_policy("random:seed=1,seed=2~0.5")
+
+
+def test_overlong_specs_are_one_clear_error() -> None:
+    with pytest.raises(ValueError, match="longer than 1024"):
+        make_policy("x" * 5000)
+    # Between the file system's name limit (255) and the spec limit: not a path, not an OSError.
+    with pytest.raises(ValueError, match="unknown policy"):
+        make_policy("y" * 300)
+    with pytest.raises(ValueError, match="unknown policy"):
+        make_policy("nul\x00byte")
+
+
+def test_special_float_values_are_numbers() -> None:
+    assert parse_spec("p:a=nan,b=inf,c=-inf")[1]["b"] == float("inf")
+    assert np.isnan(parse_spec("p:a=nan")[1]["a"])
+    assert parse_spec("p:a=" + "9" * 5000)[1]["a"] == "9" * 5000  # too long for int(): text
+    assert parse_spec("p:a=" + "(" * 500)[1]["a"] == "(" * 500
+
+
+def test_missing_entry_point_attribute_is_an_import_error(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from connectx_gym import registry
+
+    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
+    register_policy("ghost", "connectx_gym.policy:NoSuchPolicy")
+    with pytest.raises(ImportError, match="not found"):
+        make_policy("ghost")

@@ -12,7 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from scripted_policies import Column, Illegal
 
-from connectx_gym.tournament import bradley_terry_elo, run_tournament
+from connectx_gym.tournament import (
+    TournamentResult,
+    bradley_terry_elo,
+    run_tournament,
+    short_label,
+)
 
 
 def test_two_players_closed_form() -> None:
@@ -94,3 +99,57 @@ def test_intervals_contain_estimates_for_players_who_lose_everything() -> None:
     result = run_tournament([Column(0), Illegal(), "random"], games=10, seed=2, bootstrap=200)
     assert (result.elo_low <= result.elo).all()
     assert (result.elo <= result.elo_high).all()
+
+
+def synthetic_result(names: list[str]) -> TournamentResult:
+    size = len(names)
+    games = np.full((size, size), 4)
+    np.fill_diagonal(games, 0)
+    upper = np.triu(np.arange(size * size).reshape(size, size) % 5, 1).astype(float)
+    scores = upper + np.triu(4 - upper, 1).T
+    np.fill_diagonal(scores, 0)
+    elo = np.linspace(1700, 1300, size)
+    return TournamentResult(names, [], scores, games, elo, elo - 40, elo + 40)
+
+
+def test_short_labels() -> None:
+    assert short_label("minimax:depth=3") == "minimax:depth=3"
+    assert short_label("/a/very/long/path/to/runs/connectx/final.npz") == "final.npz"
+    long = short_label("alphabeta:time_budget=0.5,max_depth=12~0.25")
+    assert len(long) == 18
+    assert long.startswith("alphabet")
+    assert long.endswith("0.25")
+
+
+def test_plot_stays_readable_for_long_names_and_many_players(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    from matplotlib import image
+
+    long_name = "/some/" + "very/" * 60 + "long/path/agent.npz"
+    small = synthetic_result(["random", "onestep", "minimax:depth=3", long_name])
+    large = synthetic_result([f"{long_name}{i}" for i in range(24)])
+    small_png = image.imread(small.plot(tmp_path / "small.png"))
+    large_png = image.imread(large.plot(tmp_path / "large.png"))
+    # The long name does not stretch the figure (it is shortened, and written once in the key,
+    # cut to 90 characters); the figure grows with the number of players.
+    assert small_png.shape[1] <= 1200
+    assert small_png.shape[0] <= 600
+    assert large_png.shape[0] > small_png.shape[0]
+    assert large_png.shape[1] > small_png.shape[1]
+
+
+def test_plot_axes_keep_their_room_beside_long_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("matplotlib")
+    import matplotlib.pyplot as plt
+
+    figures = []
+    close = plt.close
+    monkeypatch.setattr(plt, "close", lambda figure: (figures.append(figure), close(figure)))
+    long_name = "/some/" + "very/" * 60 + "long/path/agent.npz"
+    synthetic_result(["random", "onestep", "minimax:depth=3", long_name]).plot(tmp_path / "p.png")
+    ratings, scores = figures[0].axes[:2]
+    for axes in (ratings, scores):
+        assert axes.get_position().width > 0.25  # old plot: a sliver beside the full path
+    assert ratings.get_title() == "ratings"

@@ -1,41 +1,28 @@
 """Kaggle export: one self-contained ``main.py`` with the weights embedded and numpy-only inference.
 
-The file holds the network as a base64 ``.npz`` in the weights-only format, the source of
-:func:`connectx_gym.files.forward_layers` and its helpers (copied with ``inspect.getsource``, so
-the exported agent runs exactly the forward pass that the ``.npz`` loader runs), and an
-``agent(obs, config)`` that plays the masked argmax of the logits. It imports only numpy and the
-standard library. Converting an SB3 ``.zip`` needs torch; exporting from a ``.npz`` does not.
+The file holds the network as a base64 ``.npz`` in the weights-only format and the whole source of
+:mod:`connectx_gym.weights` (the module the ``.npz`` loader uses: the exported agent reads its
+weights and runs exactly the same forward pass), then an ``agent(obs, config)`` that plays the
+legal column with the highest logit: it never answers an illegal column. It imports only numpy and
+the standard library. Converting an SB3 ``.zip`` needs torch; exporting from a ``.npz`` does not.
 """
 
 from __future__ import annotations
 
 import base64
 import inspect
-import io
-import json
-import warnings
 from pathlib import Path
 
-import numpy as np
+from connectx_gym import weights as weights_module
+from connectx_gym.files import load_file
+from connectx_gym.weights import WeightsFile, weights_bytes
+from train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
 
-from connectx_gym import files
-from connectx_gym.bitboard import Geometry
-from connectx_gym.files import WeightsFile, load_weights
-
-__all__ = ["export_kaggle", "kaggle_source", "weights_from_sb3"]
-
-GEOMETRY_ATTRIBUTE = "connectx_geometry"
+__all__ = ["GEOMETRY_ATTRIBUTE", "export_kaggle", "kaggle_source", "weights_from_sb3"]
 
 _AGENT_SOURCE = '''
-def _load_network():
-    buffer = io.BytesIO(base64.b64decode(_WEIGHTS))
-    with np.load(buffer, allow_pickle=False) as archive:
-        arrays = {name: archive[name] for name in archive.files}
-    meta = json.loads(str(arrays.pop("__meta__")))
-    return meta, arrays
-
-
-_META, _PARAMS = _load_network()
+_NETWORK = read_weights(io.BytesIO(base64.b64decode(_WEIGHTS)), "embedded weights")
+_BOARD = (_NETWORK.geometry.rows, _NETWORK.geometry.columns, _NETWORK.geometry.inarow)
 
 
 def _setting(source, key):
@@ -43,74 +30,45 @@ def _setting(source, key):
 
 
 def agent(obs, config):
-    """Masked argmax of the network's logits for the player to move."""
+    """The legal column with the highest logit for the player to move."""
     rows, columns = int(_setting(config, "rows")), int(_setting(config, "columns"))
-    if (rows, columns, int(_setting(config, "inarow"))) != (
-        _META["rows"], _META["columns"], _META["inarow"]
-    ):
-        raise ValueError("this agent was trained on another board size")
+    if (rows, columns, int(_setting(config, "inarow"))) != _BOARD:
+        raise ValueError(f"this agent was trained on another board size: {_BOARD}")
     grid = np.asarray(_setting(obs, "board"), dtype=np.int64).reshape(rows, columns)
     mark = int(_setting(obs, "mark"))
     planes = np.stack([grid == mark, grid == 3 - mark])
-    logits = masked_logits(_META["layers"], _PARAMS, planes, grid[0] == 0)
-    return int(np.argmax(logits))
+    legal = grid[0] == 0
+    logits = masked_logits(_NETWORK.layers, _NETWORK.params, planes, legal)
+    return best_legal_column(logits, legal)
 '''
-
-
-def weights_from_sb3(path: str | Path) -> WeightsFile:
-    """The policy of an SB3 MaskablePPO ``.zip`` (trained with :class:`train.networks.ConnectXCNN`)
-    in the weights-only format. **Unpickles the file** (SB3's format): trusted files only."""
-    path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no such model file: {path}")
-    from sb3_contrib import MaskablePPO
-
-    warnings.warn(files.UNPICKLE_WARNING, UserWarning, stacklevel=2)
-    from train.networks import numpy_layers
-
-    try:
-        model = MaskablePPO.load(path, device="cpu")
-    except Exception as error:
-        raise ValueError(f"{path} is not a loadable MaskablePPO model ({error!r})") from None
-    _, rows, columns = model.observation_space.shape
-    rows_columns_inarow = getattr(model, GEOMETRY_ATTRIBUTE, None) or (rows, columns, 4)
-    layers, params = numpy_layers(model.policy)
-    return WeightsFile(Geometry(*rows_columns_inarow), layers, params)
 
 
 def kaggle_source(weights: WeightsFile) -> str:
     """The text of a self-contained Kaggle agent file playing ``weights``."""
-    buffer = io.BytesIO()
-    arrays = {"__meta__": np.array(json.dumps(weights.meta)), **weights.params}
-    np.savez_compressed(buffer, **arrays)
-    encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+    encoded = base64.b64encode(weights_bytes(weights)).decode("ascii")
     g = weights.geometry
-    forward = "\n\n".join(
-        inspect.getsource(function)
-        for function in (files.conv2d_same, files.forward_layers, files.masked_logits)
-    )
+    module = inspect.getsource(weights_module)
+    body = module[module.index("from __future__") :]  # the module's docstring is replaced
     header = (
         f'"""ConnectX agent exported by connectx-gym: a policy network for {g.rows}x{g.columns}, '
         f"{g.inarow} in a row.\n\nSelf-contained: numpy only, weights embedded (weights-only "
-        f'.npz, base64). Plays the masked argmax of the logits.\n"""\n\n'
-        "import base64\nimport io\nimport json\n\nimport numpy as np\n\n"
+        ".npz, base64), read and run by the source of connectx_gym.weights below. Plays the "
+        'legal column with the highest logit.\n"""\n\n'
     )
     wrapped = "\n".join(encoded[i : i + 96] for i in range(0, len(encoded), 96))
-    return f'{header}_WEIGHTS = """\n{wrapped}\n"""\n\n\n{forward}\n\n{_AGENT_SOURCE.lstrip()}'
+    imports = "import base64\n\n"
+    return (
+        f"{header}{body.rstrip()}\n\n\n{imports}"
+        f'_WEIGHTS = """\n{wrapped}\n"""\n\n{_AGENT_SOURCE.lstrip()}'
+    )
 
 
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
     """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file or an SB3 ``.zip``)."""
     model = Path(model)
-    if not model.is_file():
-        raise FileNotFoundError(f"no such model file: {model}")
-    suffix = model.suffix.lower()
-    if suffix == ".npz":
-        weights = load_weights(model)
-    elif suffix == ".zip":
-        weights = weights_from_sb3(model)
-    else:
+    if model.suffix.lower() not in (".npz", ".zip"):
         raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
+    weights = load_file(model)
     output = Path(output)
     temporary = output.with_name(output.name + ".tmp")
     temporary.write_text(kaggle_source(weights))

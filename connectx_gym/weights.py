@@ -1,0 +1,417 @@
+"""The weights-only network format and its numpy forward pass: one module, numpy and stdlib only.
+
+The loaders (:mod:`connectx_gym.files`) read agents with it, and the Kaggle export embeds **this
+module's source** in ``main.py``, so an exported agent reads its weights and runs exactly the
+forward pass the loaders run. It imports nothing from the project for that reason.
+
+The format
+----------
+An ``.npz`` archive with one float array per parameter plus ``__meta__``, a 0-d string array of
+JSON::
+
+    {"format": "connectx-gym-weights", "version": 1, "rows": 6, "columns": 7, "inarow": 4,
+     "layers": [{"op": "ones_plane"}, {"op": "conv", "weight": "p0", "bias": "p1"}, ...]}
+
+``layers`` is run in order on a ``(batch, 2, rows, columns)`` float32 input (the env's observation:
+the mover's discs, then the opponent's) and ends with one logit per column. The ops are
+``ones_plane`` (append a plane of ones), ``input_planes`` (append a plane of ones and the plane of
+*landing cells*, the cell each non-full column would receive next, and remember the latter),
+``conv`` (2-D cross-correlation, zero "same" padding, odd kernels), ``linear``, ``relu``, ``tanh``,
+``flatten``, ``residual`` (``x + layers(x)`` for its ``body``), ``branches`` (run each list of
+layers on ``x`` and concatenate the flattened results), ``gather_landing`` (a one-plane map read at
+each column's landing cell: one value per column) and ``linear_plus_prefix`` (a linear layer plus
+the first ``out`` inputs, which are per-column scores).
+
+Reading files from strangers
+----------------------------
+:func:`read_weights` never unpickles and is bounded: the board size is checked first, ``__meta__``
+may hold at most :data:`MAX_META_BYTES` of JSON nested at most :data:`MAX_META_DEPTH` deep, only the
+arrays the layers name are read, and each array's header (shape, dtype) is read and its size checked
+against the archive's central directory and against :data:`MAX_PARAMETERS` *before* its data is
+decompressed. Every shape is then checked against the layers (:func:`output_shape`): a network
+that does not end in one logit per column is refused. Every refusal is a ``ValueError`` naming the
+file and the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import zipfile
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+__all__ = [
+    "MAX_META_BYTES",
+    "MAX_META_DEPTH",
+    "MAX_PARAMETERS",
+    "WEIGHTS_FORMAT",
+    "WEIGHTS_VERSION",
+    "BoardSize",
+    "WeightsFile",
+    "best_legal_column",
+    "conv2d_same",
+    "forward_layers",
+    "masked_logits",
+    "output_shape",
+    "read_weights",
+    "weights_bytes",
+    "write_weights",
+]
+
+WEIGHTS_FORMAT = "connectx-gym-weights"
+WEIGHTS_VERSION = 1
+#: Largest ``__meta__`` JSON (bytes), deepest nesting, most layers and most float parameters.
+MAX_META_BYTES = 1 << 20
+MAX_META_DEPTH = 64
+MAX_LAYERS = 10_000
+MAX_PARAMETERS = 64 * 1024 * 1024
+_NPY_HEADER_LIMIT = 10_000
+_FLOAT_KINDS = ("float16", "float32", "float64")
+
+
+class BoardSize(NamedTuple):
+    """The board a network was trained on."""
+
+    rows: int
+    columns: int
+    inarow: int
+
+
+# -- the forward pass -----------------------------------------------------------------------------
+def conv2d_same(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+    """2-D cross-correlation of ``x`` (N, C, H, W) with ``weight`` (O, C, kh, kw), zero padded so
+    the output keeps H x W (odd kernels), as ``torch.nn.Conv2d(padding=k // 2)``."""
+    kh, kw = weight.shape[2], weight.shape[3]
+    padded = np.pad(x, ((0, 0), (0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
+    windows = np.lib.stride_tricks.sliding_window_view(padded, (kh, kw), axis=(2, 3))
+    out = np.tensordot(windows, weight, axes=([1, 4, 5], [1, 2, 3]))  # N, H, W, O
+    return np.ascontiguousarray(out.transpose(0, 3, 1, 2)) + bias[None, :, None, None]
+
+
+def forward_layers(
+    layers: list, params: dict, x: np.ndarray, saved: dict | None = None
+) -> np.ndarray:
+    """Run the network description ``layers`` with ``params`` on the batch ``x`` (``saved``
+    carries the landing cells from ``input_planes`` to ``gather_landing``)."""
+    saved = {} if saved is None else saved
+    for layer in layers:
+        op = layer["op"]
+        if op == "ones_plane":
+            x = np.concatenate([x, np.ones_like(x[:, :1])], axis=1)
+        elif op == "input_planes":
+            occupied = x[:, 0] + x[:, 1]
+            below = np.concatenate([occupied[:, 1:], np.ones_like(occupied[:, :1])], axis=1)
+            saved["landing"] = (1 - occupied) * below
+            x = np.concatenate([x, np.ones_like(x[:, :1]), saved["landing"][:, None]], axis=1)
+        elif op == "gather_landing":
+            x = (x[:, 0] * saved["landing"]).sum(axis=1)
+        elif op == "branches":
+            outputs = [forward_layers(body, params, x, saved) for body in layer["branches"]]
+            x = np.concatenate([out.reshape(out.shape[0], -1) for out in outputs], axis=1)
+        elif op == "linear_plus_prefix":
+            weight = params[layer["weight"]]
+            x = x @ weight.T + params[layer["bias"]] + x[:, : weight.shape[0]]
+        elif op == "conv":
+            x = conv2d_same(x, params[layer["weight"]], params[layer["bias"]])
+        elif op == "linear":
+            x = x @ params[layer["weight"]].T + params[layer["bias"]]
+        elif op == "relu":
+            x = np.maximum(x, 0)
+        elif op == "tanh":
+            x = np.tanh(x)
+        elif op == "flatten":
+            x = x.reshape(x.shape[0], -1)
+        elif op == "residual":
+            x = x + forward_layers(layer["body"], params, x, saved)
+        else:
+            raise ValueError(f"unknown layer op {op!r}")
+    return x
+
+
+def masked_logits(layers: list, params: dict, planes: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Logits of one position's ``(2, rows, columns)`` planes, ``-inf`` on illegal columns."""
+    x = np.asarray(planes, dtype=np.float32)[None]
+    logits = forward_layers(layers, params, x)[0].astype(np.float64)
+    return np.where(legal, logits, -np.inf)
+
+
+def best_legal_column(logits: np.ndarray, legal: np.ndarray) -> int:
+    """The legal column with the highest logit (the first on ties; NaN counts as lowest): never
+    an illegal column while one is legal."""
+    legal = np.asarray(legal, dtype=bool)
+    values = np.where(legal & ~np.isnan(logits), logits, -np.inf)
+    best = int(np.argmax(values))
+    if legal[best]:
+        return best
+    return int(np.flatnonzero(legal)[0]) if legal.any() else 0
+
+
+# -- shapes ---------------------------------------------------------------------------------------
+def _refuse(reason: str) -> ValueError:
+    return ValueError(reason)
+
+
+def _param(params: dict, layer: dict, key: str, ndim: int) -> tuple[int, ...]:
+    name = layer.get(key)
+    if not isinstance(name, str) or name not in params:
+        raise _refuse(f"layer {layer.get('op')!r} refers to a missing array {name!r}")
+    shape = tuple(params[name].shape)
+    if len(shape) != ndim:
+        raise _refuse(f"array {name!r} has shape {shape}, expected {ndim} dimensions")
+    return shape
+
+
+def output_shape(
+    layers: Any, shapes: dict[str, Any], shape: tuple[int, ...], landing: bool = False
+) -> tuple[int, ...]:
+    """The shape (without the batch) that ``layers`` turn an input of ``shape`` into, given the
+    parameter ``shapes`` (anything with ``.shape``); ``ValueError`` when they do not fit."""
+    if not isinstance(layers, list) or len(layers) > MAX_LAYERS:
+        raise _refuse(f"'layers' must be a list of at most {MAX_LAYERS} layers")
+    for layer in layers:
+        if not isinstance(layer, dict) or not isinstance(layer.get("op"), str):
+            raise _refuse(f"bad layer {str(layer)[:80]!r}")
+        op = layer["op"]
+        if op in ("ones_plane", "input_planes", "conv", "gather_landing") and len(shape) != 3:
+            raise _refuse(f"layer {op!r} needs planes, got shape {shape}")
+        if op == "ones_plane":
+            shape = (shape[0] + 1, *shape[1:])
+        elif op == "input_planes":
+            if shape[0] < 2:
+                raise _refuse("layer 'input_planes' needs two planes of discs")
+            shape, landing = (shape[0] + 2, *shape[1:]), True
+        elif op == "gather_landing":
+            if not landing:
+                raise _refuse("layer 'gather_landing' before any 'input_planes'")
+            shape = (shape[2],)
+        elif op == "branches":
+            bodies = layer.get("branches")
+            if not isinstance(bodies, list) or not bodies:
+                raise _refuse("layer 'branches' needs a non-empty list of branches")
+            total = sum(math.prod(output_shape(b, shapes, shape, landing)) for b in bodies)
+            shape = (total,)
+        elif op in ("linear", "linear_plus_prefix"):
+            out, inputs = _param(shapes, layer, "weight", 2)
+            if len(shape) != 1 or shape[0] != inputs:
+                raise _refuse(f"layer {op!r} takes {inputs} inputs, got shape {shape}")
+            if _param(shapes, layer, "bias", 1) != (out,):
+                raise _refuse(f"layer {op!r}: bias does not have {out} values")
+            if op == "linear_plus_prefix" and out > inputs:
+                raise _refuse("layer 'linear_plus_prefix' has more outputs than inputs")
+            shape = (out,)
+        elif op == "conv":
+            out, channels, kh, kw = _param(shapes, layer, "weight", 4)
+            if channels != shape[0] or kh % 2 == 0 or kw % 2 == 0:
+                raise _refuse(f"conv weight {(out, channels, kh, kw)} does not fit input {shape}")
+            if _param(shapes, layer, "bias", 1) != (out,):
+                raise _refuse(f"layer 'conv': bias does not have {out} values")
+            shape = (out, *shape[1:])
+        elif op == "flatten":
+            shape = (math.prod(shape),)
+        elif op == "residual":
+            if output_shape(layer.get("body"), shapes, shape, landing) != shape:
+                raise _refuse("layer 'residual': its body changes the shape")
+        elif op not in ("relu", "tanh"):
+            raise _refuse(f"unknown layer op {op!r}")
+    return shape
+
+
+def _array_names(layers: list) -> list[str]:
+    """The array names the layers refer to, in order, without repeats."""
+    names: list[str] = []
+    for layer in layers if isinstance(layers, list) else []:
+        if not isinstance(layer, dict):
+            continue
+        for key in ("weight", "bias"):
+            if isinstance(layer.get(key), str) and layer[key] not in names:
+                names.append(layer[key])
+        nested = [layer.get("body"), *(layer.get("branches") or [])]
+        for body in nested:
+            names += [n for n in _array_names(body) if n not in names]
+    return names
+
+
+# -- the weights-only file ------------------------------------------------------------------------
+class WeightsFile:
+    """A network in the weights-only format: its board, its layers and its arrays.
+
+    ``geometry`` is anything with ``rows``, ``columns`` and ``inarow`` (a :class:`BoardSize` or a
+    :class:`connectx_gym.Geometry`). The layers are checked against the array shapes: they must
+    turn ``(2, rows, columns)`` planes into one logit per column, or ``ValueError`` says why.
+    """
+
+    def __init__(self, geometry: Any, layers: list[dict[str, Any]], params: dict[str, Any]) -> None:
+        self.geometry = geometry
+        self.layers = layers
+        self.params = {name: np.asarray(value, dtype=np.float32) for name, value in params.items()}
+        for name, value in self.params.items():
+            if not np.isfinite(value).all():
+                raise _refuse(f"array {name!r} holds values that are not finite")
+        planes = (2, int(geometry.rows), int(geometry.columns))
+        out = output_shape(layers, self.params, planes)
+        if out != (planes[2],):
+            raise _refuse(
+                f"the network outputs shape {out}, not one logit per column ({planes[2]})"
+            )
+
+    @property
+    def meta(self) -> dict[str, Any]:
+        """The JSON-ready description stored as ``__meta__``."""
+        g = self.geometry
+        return {
+            "format": WEIGHTS_FORMAT,
+            "version": WEIGHTS_VERSION,
+            "rows": int(g.rows),
+            "columns": int(g.columns),
+            "inarow": int(g.inarow),
+            "layers": self.layers,
+        }
+
+    def logits(self, planes: np.ndarray) -> np.ndarray:
+        """Raw logits for a batch ``(N, 2, rows, columns)`` of observations."""
+        return forward_layers(self.layers, self.params, np.asarray(planes, dtype=np.float32))
+
+
+def write_weights(weights: WeightsFile, target: Any, compressed: bool = False) -> None:
+    """Write ``weights`` as an ``.npz`` to ``target`` (a path or a binary file object)."""
+    arrays = {"__meta__": np.array(json.dumps(weights.meta))}
+    arrays.update(weights.params)
+    (np.savez_compressed if compressed else np.savez)(target, **arrays)
+
+
+def _depth(value: Any, limit: int) -> int:
+    stack = [(value, 1)]
+    deepest = 0
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item
+        if isinstance(item, (dict, list)):
+            stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _read_member(archive: zipfile.ZipFile, name: str) -> tuple[zipfile.ZipInfo, Any]:
+    try:
+        info = archive.getinfo(name + ".npy")
+    except KeyError:
+        raise _refuse(f"missing array {name!r}") from None
+    return info, archive.open(info)
+
+
+def _npy_header(member: Any, name: str) -> tuple[tuple[int, ...], np.dtype]:
+    version = np.lib.format.read_magic(member)
+    reader = (
+        np.lib.format.read_array_header_1_0
+        if version == (1, 0)
+        else np.lib.format.read_array_header_2_0
+    )
+    shape, fortran, dtype = reader(member, max_header_size=_NPY_HEADER_LIMIT)
+    if fortran or dtype.hasobject:
+        raise _refuse(f"array {name!r} is not a plain C-ordered array")
+    return tuple(int(n) for n in shape), dtype
+
+
+def _read_meta(archive: zipfile.ZipFile) -> dict[str, Any]:
+    info, member = _read_member(archive, "__meta__")
+    if info.file_size > MAX_META_BYTES:
+        raise _refuse(f"'__meta__' is {info.file_size} bytes, more than {MAX_META_BYTES}")
+    with member:
+        shape, dtype = _npy_header(member, "__meta__")
+        if shape != () or dtype.kind != "U":
+            raise _refuse("'__meta__' is not a JSON string")
+        text = np.frombuffer(member.read(MAX_META_BYTES), dtype=dtype, count=1)[0]
+    try:
+        meta = json.loads(str(text))
+    except RecursionError:
+        raise _refuse(f"'__meta__' is nested deeper than {MAX_META_DEPTH}") from None
+    if _depth(meta, MAX_META_DEPTH) > MAX_META_DEPTH:
+        raise _refuse(f"'__meta__' is nested deeper than {MAX_META_DEPTH}")
+    if not isinstance(meta, dict) or meta.get("format") != WEIGHTS_FORMAT:
+        raise _refuse("the format tag is missing")
+    if meta.get("version") != WEIGHTS_VERSION:
+        raise _refuse(f"unsupported weights format version {meta.get('version')!r}")
+    return meta
+
+
+def _board(meta: dict[str, Any], max_side: int, max_cells: int) -> BoardSize:
+    values = []
+    for key in BoardSize._fields:
+        value = meta.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max_side:
+            raise _refuse(f"{key} must be a whole number in [1, {max_side}], got {value!r}")
+        values.append(value)
+    board = BoardSize(*values)
+    if board.rows * board.columns > max_cells:
+        raise _refuse(f"a {board.rows} x {board.columns} board is larger than {max_cells} cells")
+    return board
+
+
+def read_weights(
+    source: str | Path | Any, name: str = "", max_side: int = 1024, max_cells: int = 4096
+) -> WeightsFile:
+    """Read a weights-only ``.npz`` from a path or a binary file object, bounded (see the module
+    docstring); ``name`` names the file in errors. Raises ``ValueError`` for anything else."""
+    name = name or str(source)
+    try:
+        with zipfile.ZipFile(source) as archive:
+            meta = _read_meta(archive)
+            board = _board(meta, max_side, max_cells)
+            names = _array_names(meta.get("layers"))
+            headers: dict[str, Any] = {}
+            total = 0
+            for array in names:  # shapes and sizes first: nothing decompressed beyond headers
+                info, member = _read_member(archive, array)
+                with member:
+                    shape, dtype = _npy_header(member, array)
+                    header_bytes = member.tell() if member.seekable() else None
+                if dtype.name not in _FLOAT_KINDS:
+                    raise _refuse(f"array {array!r} holds {dtype}, not floats")
+                count = math.prod(shape)
+                total += count
+                if total > MAX_PARAMETERS:
+                    raise _refuse(f"more than {MAX_PARAMETERS} parameters")
+                data_bytes = count * dtype.itemsize
+                if info.file_size < data_bytes or (
+                    header_bytes is not None and info.file_size != header_bytes + data_bytes
+                ):
+                    raise _refuse(f"array {array!r}: its size does not match its shape {shape}")
+                headers[array] = _Shape(shape)
+            planes = (2, board.rows, board.columns)
+            out = output_shape(meta.get("layers"), headers, planes)
+            if out != (board.columns,):
+                raise _refuse(f"the network outputs shape {out}, not {board.columns} logits")
+            params = {}
+            for array in names:
+                _, member = _read_member(archive, array)
+                with member:
+                    shape, dtype = _npy_header(member, array)
+                    data = member.read(math.prod(shape) * dtype.itemsize)
+                params[array] = np.frombuffer(data, dtype=dtype).reshape(shape)
+        return WeightsFile(board, meta["layers"], params)
+    except ValueError as error:
+        raise ValueError(f"{name} is not a connectx-gym weights file: {error}") from None
+    except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, RecursionError) as error:
+        reason = f"{type(error).__name__}: {error}"
+        message = f"{name} is not a connectx-gym weights file: {reason}"
+        raise ValueError(message) from None
+
+
+class _Shape:
+    """An array's shape, known from its header before its data is read."""
+
+    def __init__(self, shape: tuple[int, ...]) -> None:
+        self.shape = shape
+
+
+def weights_bytes(weights: WeightsFile) -> bytes:
+    """``weights`` as the bytes of a compressed ``.npz``."""
+    buffer = io.BytesIO()
+    write_weights(weights, buffer, compressed=True)
+    return buffer.getvalue()

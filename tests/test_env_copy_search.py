@@ -1,0 +1,26 @@
+"""Env copies with the search opponents (minimax, alphabeta, solver): their policies must pickle.
+
+Enabled after the baselines branch (picklable policies) is merged.
+"""
+
+from __future__ import annotations
+
+import pytest
+from env_copy_checks import COPIERS, check_copy_mid_game
+
+pytestmark = pytest.mark.skip("enabled after merge")
+
+SEARCH_OPPONENTS = [
+    "onestep",
+    "minimax:depth=2",
+    "negamax:depth=2",
+    "alphabeta:max_depth=3",
+    "solver:time_budget=0.2",
+    "minimax:depth=2~0.25",
+]
+
+
+@pytest.mark.parametrize("copier", COPIERS)
+@pytest.mark.parametrize("opponent", SEARCH_OPPONENTS)
+def test_copy_with_a_search_opponent(opponent: str, copier: str) -> None:
+    check_copy_mid_game(opponent, COPIERS[copier])
