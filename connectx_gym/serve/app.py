@@ -243,7 +243,7 @@ def create_app(
 
         column, info, seconds = run_with_errors(lambda: run_bounded(job))
         if not board.can_play(column):
-            raise ApiError(f"{spec} answered illegal column {column}", 502)
+            raise ApiError(f"{spec} answered illegal column {column}", 422)
         after = board.play(column)
         return jsonify(
             column=column,
@@ -305,7 +305,7 @@ def create_app(
 
 
 def run_with_errors(call: Any) -> Any:
-    """Run a search; its bad-input errors become 400 answers with their one-line message."""
+    """Run a search; its errors become one-line JSON answers (400 for bad input, else 5xx)."""
     try:
         return call()
     except ApiError:
@@ -314,3 +314,6 @@ def run_with_errors(call: Any) -> Any:
         raise ApiError(" ".join(str(error).split()) or type(error).__name__) from None
     except ImportError as error:
         raise ApiError(f"a package is missing: {error}", 501) from None
+    except Exception as error:  # a failing agent file or a bug: one line, not a traceback page
+        message = " ".join(str(error).split())
+        raise ApiError(f"the search failed: {type(error).__name__}: {message}", 500) from None
