@@ -19,6 +19,14 @@ FIRST_LEGAL_AGENT = """
 def agent(obs, config):
     return [c for c in range(config.columns) if obs.board[c] == 0][0]
 """
+CRASHING_AGENT = """
+def agent(obs, config):
+    raise RuntimeError("boom")
+"""
+ILLEGAL_AGENT = """
+def agent(obs, config):
+    return 0
+"""
 SLOW_AGENT = """
 import time
 
@@ -39,6 +47,8 @@ def models(tmp_path: Path) -> Path:
     (folder / "sub").mkdir(parents=True)
     (folder / "sub" / "first.py").write_text(FIRST_LEGAL_AGENT)
     (folder / "slow.py").write_text(SLOW_AGENT)
+    (folder / "crash.py").write_text(CRASHING_AGENT)
+    (folder / "column0.py").write_text(ILLEGAL_AGENT)
     (folder / "model.zip").write_bytes(b"PK")
     (tmp_path / "outside.py").write_text(FIRST_LEGAL_AGENT)
     return folder
@@ -59,7 +69,7 @@ def test_page_and_policies(client) -> None:
     assert info["default"] == "onestep"
     assert "minimax" in info["policies"]
     assert "file" not in info["policies"]
-    assert info["models"] == ["slow.py", "sub/first.py"]  # never the .zip
+    assert info["models"] == ["column0.py", "crash.py", "slow.py", "sub/first.py"]  # never the .zip
 
 
 def test_move_answers_a_legal_column_and_the_next_state(client) -> None:
@@ -103,6 +113,19 @@ def test_move_with_a_saved_agent_from_the_models_directory(client) -> None:
         answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": spec})
         assert answer.status_code == 200, answer.get_json()
         assert answer.get_json()["column"] == 0
+
+
+def test_a_failing_agent_gets_a_one_line_json_answer(client) -> None:
+    full_first_column = position([0, 0, 0, 0, 0, 0])
+    answer = client.post(
+        "/api/move", json={**full_first_column, "mark": 1, "opponent": "column0.py"}
+    )
+    assert answer.status_code in (400, 422)
+    assert "illegal" in answer.get_json()["error"]
+    answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": "crash.py"})
+    assert answer.is_json
+    assert "boom" in answer.get_json()["error"]
+    assert "Traceback" not in answer.get_json()["error"]
 
 
 def test_analyse_gives_the_solvers_exact_scores(client) -> None:
@@ -229,6 +252,19 @@ def test_opponent_specs_are_checked(client, opponent, status, message) -> None:
     answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": opponent})
     assert answer.status_code == status, answer.get_json()
     assert message in answer.get_json()["error"]
+
+
+def test_full_width_searches_are_capped_by_the_board_width(client) -> None:
+    wide = {**position([], rows=6, columns=20), "mark": 1}
+    answer = client.post("/api/move", json={**wide, "opponent": "minimax:depth=6"})
+    assert answer.status_code == 400
+    assert (
+        "depth 6 on 20 columns is too deep for this server (at most 5)"
+        in answer.get_json()["error"]
+    )
+    assert client.post("/api/move", json={**wide, "opponent": "minimax:depth=4"}).status_code == 200
+    narrow = {**position([]), "mark": 1, "opponent": "minimax:depth=7"}
+    assert client.post("/api/move", json=narrow).status_code == 200
 
 
 def test_saved_agents_are_off_without_a_models_directory() -> None:

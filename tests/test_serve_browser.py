@@ -227,10 +227,54 @@ def test_replay_a_saved_game_step_by_step(page, tmp_path: Path) -> None:
     assert discs(page) == 11
 
 
-def test_replay_refuses_a_file_that_is_not_saved_games(page, tmp_path: Path) -> None:
+def test_replay_shows_a_game_lost_by_an_illegal_answer(page, tmp_path: Path) -> None:
+    record = {
+        "rows": 6,
+        "columns": 7,
+        "inarow": 4,
+        "players": ["a.py", "random"],
+        "moves": [3, 3, 2],
+        "opening_plies": 2,
+        "winner": 1,
+        "illegal": 2,
+        "game": 0,
+    }
+    games = tmp_path / "illegal.jsonl"
+    games.write_text(json.dumps(record) + "\n")
+    page.click("#tab-replay")
+    page.set_input_files("#games-file", str(games))
+    page.wait_for_function("document.querySelector('#status').textContent.includes('move 0 of 3')")
+    page.click("#next")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('opening')")
+    page.click("#last")
+    page.wait_for_function("document.querySelector('#status').textContent.includes('illegal')")
+    assert page.inner_text("#status").startswith("red wins: yellow answered an illegal move")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ('{"rows": 6}\n', "line 1 is not a saved game"),
+        ("not json\n", "line 1 is not JSON"),
+        ('{"rows": 1, "columns": 2, "inarow": 2, "moves": [0, 0]}\n', "full column"),
+    ],
+)
+def test_replay_refuses_a_file_that_is_not_saved_games(page, tmp_path: Path, text, message) -> None:
     bad = tmp_path / "bad.jsonl"
-    bad.write_text('{"rows": 6}\n')
+    bad.write_text(text)
     page.click("#tab-replay")
     page.set_input_files("#games-file", str(bad))
     page.wait_for_selector("#status.error")
-    assert "line 1 is not a saved game" in page.inner_text("#status")
+    assert message in page.inner_text("#status")
+
+
+def test_an_unknown_opponent_is_reported_and_can_be_replaced(page) -> None:
+    new_game(page, 6, 7, 4, side=2, opponent="nosuch")
+    page.wait_for_selector("#status.error")
+    assert "unknown policy 'nosuch'" in page.inner_text("#status")
+    page.fill("#opponent", "random")
+    page.dispatch_event("#opponent", "change")
+    page.wait_for_function(
+        "document.querySelector('#status').textContent.startsWith('Your move (yellow)')"
+    )
+    assert discs(page) == 1

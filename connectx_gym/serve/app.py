@@ -184,9 +184,9 @@ def create_app(
                 f"no answer within {move_timeout:g} s; try a smaller depth or time budget", 503
             ) from None
 
-    def make(spec: Any) -> Any:
+    def make(spec: Any, columns: int) -> Any:
         try:
-            checked, noise = checked_spec(spec, models_dir)
+            checked, noise = checked_spec(spec, models_dir, columns)
         except SpecError as error:
             raise ApiError(str(error), error.status) from None
         return lambda: cache.get(checked, noise)
@@ -230,7 +230,7 @@ def create_app(
         if board.is_terminal():
             raise ApiError("the game is over: no move to make")
         spec = data.get("opponent", opponent)
-        build = make(spec)
+        build = make(spec, board.geometry.columns)
         seed = data.get("seed")
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
             raise ApiError(f"seed must be a whole number >= 0, got {seed!r}")
@@ -243,7 +243,7 @@ def create_app(
 
         column, info, seconds = run_with_errors(lambda: run_bounded(job))
         if not board.can_play(column):
-            raise ApiError(f"{spec} answered illegal column {column}", 502)
+            raise ApiError(f"{spec} answered illegal column {column}", 422)
         after = board.play(column)
         return jsonify(
             column=column,
@@ -263,7 +263,7 @@ def create_app(
         if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
             raise ApiError(f"time_budget must be a number of seconds > 0, got {budget!r}")
         budget = min(float(budget), LIMITS["time_budget"])
-        build = make(f"solver:time_budget={budget}")
+        build = make(f"solver:time_budget={budget}", board.geometry.columns)
 
         def job() -> tuple[np.ndarray, dict, float]:
             solver = build()
@@ -305,7 +305,7 @@ def create_app(
 
 
 def run_with_errors(call: Any) -> Any:
-    """Run a search; its bad-input errors become 400 answers with their one-line message."""
+    """Run a search; its errors become one-line JSON answers (400 for bad input, else 5xx)."""
     try:
         return call()
     except ApiError:
@@ -314,3 +314,6 @@ def run_with_errors(call: Any) -> Any:
         raise ApiError(" ".join(str(error).split()) or type(error).__name__) from None
     except ImportError as error:
         raise ApiError(f"a package is missing: {error}", 501) from None
+    except Exception as error:  # a failing agent file or a bug: one line, not a traceback page
+        message = " ".join(str(error).split())
+        raise ApiError(f"the search failed: {type(error).__name__}: {message}", 500) from None

@@ -24,7 +24,15 @@ from typing import Any
 from connectx_gym.policy import NoisyPolicy, Policy
 from connectx_gym.registry import list_policies, make_policy, parse_spec
 
-__all__ = ["LIMITS", "MAX_SPEC_LENGTH", "PolicyCache", "SpecError", "checked_spec", "list_models"]
+__all__ = [
+    "LIMITS",
+    "MAX_LEAVES",
+    "MAX_SPEC_LENGTH",
+    "PolicyCache",
+    "SpecError",
+    "checked_spec",
+    "list_models",
+]
 
 #: The largest value a request may give each numeric parameter (seconds, plies, entries).
 LIMITS: dict[str, float] = {
@@ -35,6 +43,9 @@ LIMITS: dict[str, float] = {
     "node_limit": 50_000_000,
     "table_bits": 24,
 }
+#: Full-width searches (``depth``) may visit at most about this many leaves, ``columns ** depth``:
+#: a few seconds at most (they cannot be interrupted once started).
+MAX_LEAVES = 10_000_000
 MAX_SPEC_LENGTH = 300
 #: Saved agents the page may load (``.zip`` unpickles, so it is never served).
 SERVED_SUFFIXES = (".npz", ".py")
@@ -78,9 +89,9 @@ def _model_path(name: str, models: Path | None) -> Path:
     return path
 
 
-def _check_parameter(key: str, value: Any) -> None:
+def _check_parameter(key: str, value: Any, columns: int) -> None:
     if isinstance(value, str) and key not in LIMITS:
-        checked_spec(value, None, nested=True)
+        checked_spec(value, None, columns, nested=True)
         return
     if key in LIMITS:
         if (
@@ -91,12 +102,23 @@ def _check_parameter(key: str, value: Any) -> None:
             raise SpecError(f"{key} must be a number, got {value!r}")
         if value > LIMITS[key]:
             raise SpecError(f"{key} must be <= {LIMITS[key]:g} on this server, got {value!r}")
+        if key == "depth" and value > 1 and columns**value > MAX_LEAVES:
+            deepest = int(math.log(MAX_LEAVES) / math.log(columns))
+            raise SpecError(
+                f"depth {value} on {columns} columns is too deep for this server "
+                f"(at most {deepest})"
+            )
     elif not (value is None or isinstance(value, bool | int | float)):
         raise SpecError(f"parameter {key}={value!r} is not allowed on this server")
 
 
-def checked_spec(spec: Any, models: Path | None, nested: bool = False) -> tuple[str, float]:
-    """``(spec to make, noise)`` for a spec a request may use; raises :class:`SpecError`."""
+def checked_spec(
+    spec: Any, models: Path | None, columns: int = 7, nested: bool = False
+) -> tuple[str, float]:
+    """``(spec to make, noise)`` for a spec a request may use on a board of ``columns`` columns.
+
+    Raises :class:`SpecError`.
+    """
     if not isinstance(spec, str) or not spec.strip():
         raise SpecError(f"opponent must be a policy spec (a string), got {spec!r}")
     if len(spec) > MAX_SPEC_LENGTH:
@@ -130,7 +152,7 @@ def checked_spec(spec: Any, models: Path | None, nested: bool = False) -> tuple[
     if name not in names:
         raise SpecError(f"unknown policy {name!r}; registered: {', '.join(names)}")
     for key, value in params.items():
-        _check_parameter(key, value)
+        _check_parameter(key, value, columns)
     return spec, noise
 
 

@@ -65,12 +65,11 @@ function drawBoard() {
   document.documentElement.style.setProperty("--cell", `${cell}px`);
   board.style.gridTemplateColumns = `repeat(${columns}, var(--cell))`;
   const cells = flatBoard();
-  const legal = new Set(game.state ? game.state.legal : []);
   const line = new Set((game.state ? game.state.line : []).map(([r, c]) => r * columns + c));
   const last = lastCell();
   const parts = [];
   for (let c = 0; c < columns; c++) {
-    parts.push(`<div class="head${legal.has(c) ? "" : " full"}" data-column="${c}">${c + 1}</div>`);
+    parts.push(`<div class="head${cells[c] ? " full" : ""}" data-column="${c}">${c + 1}</div>`);
   }
   for (let i = 0; i < rows * columns; i++) {
     const mark = cells[i];
@@ -91,10 +90,14 @@ function describeState() {
   const s = game.state;
   if (!s) return;
   if (game.mode === "replay") {
-    const total = currentSaved() ? currentSaved().moves.length : 0;
-    const where = `move ${game.moves.length} of ${total}`;
+    const saved = currentSaved() || { moves: [] };
+    const total = saved.moves.length;
+    const opening = game.moves.length && game.moves.length <= (saved.opening_plies || 0) ? ", opening" : "";
+    const where = `move ${game.moves.length} of ${total}${opening}`;
     if (s.terminal) setStatus(s.winner ? `${NAMES[s.winner]} wins (${where})` : `draw (${where})`);
-    else setStatus(`${NAMES[s.to_move]} to move (${where})`);
+    else if (game.moves.length === total && saved.illegal) {
+      setStatus(`${NAMES[3 - saved.illegal]} wins: ${NAMES[saved.illegal]} answered an illegal move (${where})`);
+    } else setStatus(`${NAMES[s.to_move]} to move (${where})`);
     return;
   }
   if (s.terminal) {
@@ -234,6 +237,10 @@ function parseGames(text) {
     const ok = record && Array.isArray(record.moves) && [record.rows, record.columns, record.inarow]
       .every(Number.isInteger) && record.moves.every((c) => Number.isInteger(c) && c >= 0 && c < record.columns);
     if (!ok) throw new Error(`line ${index + 1} is not a saved game (rows, columns, inarow, moves)`);
+    const height = new Array(record.columns).fill(0);
+    if (record.moves.some((c) => ++height[c] > record.rows)) {
+      throw new Error(`line ${index + 1}: a move goes into a full column`);
+    }
     games.push(record);
   });
   if (!games.length) throw new Error("no games in the file");
@@ -296,6 +303,10 @@ async function start() {
   $("board").addEventListener("click", clickColumn);
   $("new-game").addEventListener("click", newGame);
   $("undo").addEventListener("click", undo);
+  $("opponent").addEventListener("change", () => {  // a new opponent takes over the game at once
+    game.opponent = $("opponent").value.trim() || game.defaultOpponent;
+    if (game.mode === "play" && !game.busy) refresh();
+  });
   $("tab-play").addEventListener("click", () => setMode("play"));
   $("tab-replay").addEventListener("click", () => setMode("replay"));
   $("analyse-on").addEventListener("change", () => analyse(game.generation));
