@@ -75,7 +75,7 @@ def new_state() -> np.ndarray:
 def node_chunk(geometry: Geometry) -> int:
     """Nodes per kernel call of a chunked search: well under a second of compiled search (or
     of the plain-Python backend on boards beyond 64 bits), so Ctrl-C is handled promptly."""
-    return 1 << 19 if geometry.fits_64_bits else 1 << 12
+    return 1 << 16 if geometry.fits_64_bits else 1 << 10
 
 
 def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> None:
@@ -85,13 +85,3 @@ def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> No
     state[STAT_BUDGET] = state[STAT_NODES] + chunk
     while not step():
         state[STAT_BUDGET] = state[STAT_NODES] + chunk
-
-
-def require_depth_fits(name: str, depth: int, geometry: Geometry) -> None:
-    """``ValueError`` naming ``name`` when ``depth`` exceeds the cells of ``geometry`` (no game
-    lasts longer: deeper searches would only waste memory)."""
-    if depth > geometry.cells:
-        raise ValueError(
-            f"{name} must be <= {geometry.cells} (the cells of a {geometry.rows}x"
-            f"{geometry.columns} board), got {depth}"
-        )

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from baselines._checks import require_depth_fits, require_seconds, signal_safe
 from baselines._dual import backend
 from baselines.heuristic import WindowWeights
 from baselines.lookahead import center_order
@@ -72,9 +73,7 @@ class AlphaBetaPolicy(Policy):
         weights: WindowWeights | None = None,
     ) -> None:
         super().__init__()
-        if not time_budget > 0:
-            raise ValueError(f"time_budget must be > 0 seconds, got {time_budget!r}")
-        self.time_budget = float(time_budget)
+        self.time_budget = require_seconds("time_budget", time_budget, optional=False)
         self.max_depth = None if max_depth is None else require_depth("max_depth", max_depth)
         self.weights = weights or ALPHABETA_WEIGHTS
         self._tables: dict[Geometry, _Tables] = {}
@@ -156,13 +155,20 @@ class AlphaBetaPolicy(Policy):
     def scores(self, board: Board) -> np.ndarray:
         """Scores of the deepest search completed in the budget (NaN for full columns).
 
+        Ctrl-C stops the search at its next read of the clock (a ``KeyboardInterrupt``).
+
         Columns of the best score carry their exact score at the depth reached; the others a
         score below it (an upper bound of theirs at that depth). A win made with ``s`` stones on
         the board scores ``1e6 - s``, a loss the negation. ``last_info`` tells the depth reached
         and why the search stopped (``"time"``, ``"proven"``, ``"end of game"``,
         ``"max_depth"``).
         """
+        return signal_safe(lambda: self._scores(board))
+
+    def _scores(self, board: Board) -> np.ndarray:
         g = board.geometry
+        if self.max_depth is not None:
+            require_depth_fits("max_depth", self.max_depth, g)
         if board.is_terminal():
             return np.full(g.columns, np.nan)
         tables = self._get_tables(g)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._checks import require_depth_fits
 from baselines._dual import backend
 from baselines._layout import (
     STAT_NODES,
@@ -23,7 +24,6 @@ from baselines._layout import (
     new_frames,
     new_state,
     node_chunk,
-    require_depth_fits,
     run_in_chunks,
 )
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights

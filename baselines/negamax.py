@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._checks import require_depth_fits
 from baselines._dual import backend
 from baselines._layout import (
     dims,
     new_frames,
     new_state,
     node_chunk,
-    require_depth_fits,
     run_in_chunks,
 )
 from baselines.lookahead import center_order

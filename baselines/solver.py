@@ -28,10 +28,11 @@ import time
 
 import numpy as np
 
+from baselines._checks import require_node_limit, require_seconds
 from baselines._dual import backend
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy
+from connectx_gym.policy import Policy, require_depth
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -47,6 +48,10 @@ __all__ = [
 _KERNELS = "baselines._solver_kernels"
 #: Nodes per second assumed before a solver has timed itself (kept low: a too-high guess overruns).
 _INITIAL_RATE = {True: 300_000.0, False: 5_000.0}
+#: Nodes per kernel call at most (a fraction of a second): Python handles Ctrl-C between calls.
+#: A call cut short starts again from the root and finds the subtrees it proved in the table.
+#: A count of nodes, not of seconds, so that searches under a node limit are reproducible.
+_CHUNK_NODES = {True: 1 << 21, False: 1 << 13}
 
 
 class SearchLimitError(TimeoutError):
@@ -60,17 +65,23 @@ def _next_prime(n: int) -> int:
     return candidate
 
 
+def _require_table_bits(table_bits: object) -> None:
+    if isinstance(table_bits, bool) or not isinstance(table_bits, int) or not 4 <= table_bits <= 30:
+        raise ValueError(f"table_bits must be an integer in [4, 30], got {table_bits!r}")
+
+
 class _Limits:
     """Node and wall-clock budgets shared by the kernel calls of one request."""
 
-    def __init__(self, node_limit: int | None, time_limit: float | None) -> None:
+    def __init__(self, node_limit: int | None, time_limit: float | None, chunk: int) -> None:
         self.nodes_left = node_limit
+        self.chunk = chunk
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
 
     def next_budget(self, rate: float) -> int:
-        budget = 1 << 62
+        budget = self.chunk
         if self.nodes_left is not None:
-            budget = self.nodes_left
+            budget = min(budget, self.nodes_left)
         if self.deadline is not None:
             remaining = self.deadline - time.perf_counter()
             budget = min(budget, int(max(remaining, 0.0) * rate))
@@ -109,8 +120,8 @@ class Solver:
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
-        elif not 4 <= table_bits <= 30:
-            raise ValueError(f"table_bits must be in [4, 30], got {table_bits}")
+        else:
+            _require_table_bits(table_bits)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
@@ -144,7 +155,7 @@ class Solver:
         self._check(board)
         return self._search(
             board.current, board.mask, board.moves, -board.geometry.cells, board.geometry.cells,
-            _Limits(node_limit, time_limit),
+            self._limits(node_limit, time_limit),
         )  # fmt: skip
 
     def move_scores(
@@ -156,7 +167,7 @@ class Solver:
         apply to the whole request, as in :meth:`solve`.
         """
         self._check(board)
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         g = board.geometry
         scores = np.full(g.columns, np.nan)
         if board.is_full():
@@ -180,7 +191,7 @@ class Solver:
         Cheaper than :meth:`move_scores`: after solving the position, each column is only
         tested against the best score with one null window.
         """
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         self._check(board)
         if board.is_full():
             raise ValueError("the board is full: there is no move to play")
@@ -199,7 +210,7 @@ class Solver:
     ) -> bool:
         """True when playing ``column`` keeps the best exact score ``best`` of ``board``
         (solved first when not given)."""
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         self._check(board)
         if not board.can_play(column) or board.is_full():
             raise ValueError(f"column {column} is not a legal move on this board")
@@ -209,6 +220,13 @@ class Solver:
         return self._keeps(board, column, best, limits)
 
     # -- internals ----------------------------------------------------------------------------
+    def _limits(self, node_limit: int | None, time_limit: float | None) -> _Limits:
+        return _Limits(
+            require_node_limit("node_limit", node_limit),
+            require_seconds("time_limit", time_limit),
+            _CHUNK_NODES[self.geometry.fits_64_bits],
+        )
+
     def _check(self, board: Board) -> None:
         if board.geometry != self.geometry:
             raise ValueError(f"this solver is for {self.geometry}, not {board.geometry}")
@@ -314,13 +332,19 @@ class SolverPolicy(Policy):
         table_bits: int | None = None,
     ) -> None:
         super().__init__()
-        if time_budget <= 0:
-            raise ValueError(f"time_budget must be positive, got {time_budget}")
-        if not 0 < solve_share <= 1:
-            raise ValueError(f"solve_share must be in (0, 1], got {solve_share}")
-        self.time_budget = float(time_budget)
+        self.time_budget = require_seconds("time_budget", time_budget, optional=False)
+        if (
+            isinstance(solve_share, bool)
+            or not isinstance(solve_share, (int, float))
+            or not 0 < solve_share <= 1
+        ):
+            raise ValueError(f"solve_share must be a number in (0, 1], got {solve_share!r}")
         self.solve_share = float(solve_share)
-        self.node_limit = node_limit
+        self.node_limit = require_node_limit("node_limit", node_limit)
+        if fallback_depth is not None:
+            fallback_depth = require_depth("fallback_depth", fallback_depth)
+        if table_bits is not None:
+            _require_table_bits(table_bits)
         self.fallback_spec = fallback
         self.fallback_depth = fallback_depth
         self.table_bits = table_bits
