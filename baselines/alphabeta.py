@@ -59,7 +59,9 @@ class AlphaBetaPolicy(Policy):
             search checks the clock inside the tree and stops in time; the one-off numba
             compilation (or cache load) for a new board size happens before the clock starts.
         max_depth: stop deepening at this many plies (``None``: until the game's end or the
-            budget). With a ``max_depth`` reached well within the budget, play is deterministic
+            budget); at most the board's cells. Play under a time budget alone is not
+            reproducible move for move (the depth reached depends on the machine's speed and
+            load); with a ``max_depth`` reached well within the budget, play is deterministic
             given the generator.
         weights: the horizon evaluation (:data:`ALPHABETA_WEIGHTS` by default).
     """

@@ -130,6 +130,7 @@ class Solver:
         self._stats = np.zeros(3 + g.columns, dtype=np.int64)
         self._stats[3:] = center_order(g.columns)
         self._rate = _INITIAL_RATE[g.fits_64_bits]
+        self._chunk = _CHUNK_NODES[g.fits_64_bits]
         self._timed_nodes = 0
         self._timed_seconds = 0.0
         # Compile (or load the compiled kernels) now, not inside the first timed request: a
@@ -221,11 +222,11 @@ class Solver:
 
     # -- internals ----------------------------------------------------------------------------
     def _limits(self, node_limit: int | None, time_limit: float | None) -> _Limits:
-        return _Limits(
-            require_node_limit("node_limit", node_limit),
-            require_seconds("time_limit", time_limit),
-            _CHUNK_NODES[self.geometry.fits_64_bits],
-        )
+        if node_limit is not None:
+            node_limit = require_node_limit("node_limit", node_limit)
+        if time_limit is not None:
+            time_limit = require_seconds("time_limit", time_limit)
+        return _Limits(node_limit, time_limit, self._chunk)
 
     def _check(self, board: Board) -> None:
         if board.geometry != self.geometry:
@@ -317,7 +318,13 @@ class SolverPolicy(Policy):
     8 million entries, 134 MB, on 6x7).
     ``last_info`` tells which: ``{"proven": True, "score": s, "best_moves": [...]}`` or
     ``{"proven": False, "fallback": {...}}``.
-    The first move on a new board size also compiles or loads the search kernels.
+    The solver's kernels are compiled (or loaded) and its table allocated before the clock
+    starts, and it stops within a few milliseconds of its share of the budget.
+
+    Under a time budget, play is not reproducible move for move: what gets proven in time
+    depends on the machine and its load. A ``node_limit`` reached well within a generous budget
+    (with ``fallback_depth`` for the moves it cannot prove) bounds the work instead, for play
+    that repeats given the generator and the same table contents.
     """
 
     name = "solver"
