@@ -37,7 +37,9 @@ STAT_NODES = 0  # nodes visited (all calls)
 STAT_BUDGET = 1  # the call returns once STAT_NODES reaches this
 STAT_PLY = 2  # ply of the innermost open frame; -1 when no search below the root is open
 STAT_ROOT = 3  # index, in the move order, of the root column being searched
-STAT_SIZE = 4
+STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline (result void)
+STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
+STAT_SIZE = 6  # the solver keeps its column order after these
 
 
 class Dims(NamedTuple):

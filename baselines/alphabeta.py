@@ -19,6 +19,7 @@ import numpy as np
 
 from baselines._checks import require_depth_fits, require_seconds, signal_safe
 from baselines._dual import backend
+from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE
 from baselines.heuristic import WindowWeights
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
@@ -96,7 +97,7 @@ class AlphaBetaPolicy(Policy):
             # they happen here too: a depth-2 search reads the clock at its first node.
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
-                stats = np.zeros(3, dtype=np.int64)
+                stats = np.zeros(STAT_SIZE, dtype=np.int64)
                 self._search_depth(empty, tables, 2, time.perf_counter() + 3600.0, stats)
             tables.clear()
             tables.warm = True
@@ -148,7 +149,7 @@ class AlphaBetaPolicy(Policy):
                     g.inarow,
                     g.size,
                 )
-                if stats[1]:
+                if stats[STAT_ABORTED]:
                     return None
             scores[column] = value
             best = max(best, value)
@@ -176,7 +177,7 @@ class AlphaBetaPolicy(Policy):
         tables = self._get_tables(g)
         start = time.perf_counter()
         deadline = start + 0.92 * self.time_budget - 0.002
-        stats = np.zeros(3, dtype=np.int64)
+        stats = np.zeros(STAT_SIZE, dtype=np.int64)
         win = tables.kernels.WIN
         limit = g.cells - board.moves
         if self.max_depth is not None:
@@ -203,7 +204,7 @@ class AlphaBetaPolicy(Policy):
         self.last_info = {
             "depth": reached,
             "stopped": stopped,
-            "nodes": int(stats[0]),
+            "nodes": int(stats[STAT_NODES]),
             "seconds": time.perf_counter() - start,
         }
         return best_scores

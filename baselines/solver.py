@@ -30,6 +30,7 @@ import numpy as np
 
 from baselines._checks import require_node_limit, require_seconds
 from baselines._dual import backend
+from baselines._layout import STAT_ABORTED, STAT_BUDGET, STAT_NODES, STAT_SIZE, dims
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, require_depth
@@ -116,7 +117,7 @@ class Solver:
         self.geometry = g
         self.nodes = 0
         self._kernels = backend(_KERNELS, g)
-        self._geo = (g.height, g.size, g.inarow, g.bottom, g.board, g.cells, g.columns)
+        self._dims = dims(g)
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
@@ -127,8 +128,8 @@ class Solver:
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
         self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)
         self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
-        self._stats = np.zeros(3 + g.columns, dtype=np.int64)
-        self._stats[3:] = center_order(g.columns)
+        self._stats = np.zeros(STAT_SIZE + g.columns, dtype=np.int64)
+        self._stats[STAT_SIZE:] = center_order(g.columns)
         self._rate = _INITIAL_RATE[g.fits_64_bits]
         self._chunk = _CHUNK_NODES[g.fits_64_bits]
         self._timed_nodes = 0
@@ -136,7 +137,7 @@ class Solver:
         # Compile (or load the compiled kernels) now, not inside the first timed request: a
         # search with a node limit of 0 stops at once.
         self._kernels.solve_position(
-            0, 0, 0, -1, 1, self._geo, self._table, self._scratch, self._stats
+            0, 0, 0, -1, 1, self._dims, self._table, self._scratch, self._stats
         )
 
     def reset(self) -> None:
@@ -246,19 +247,19 @@ class Solver:
             return 0
         stats = self._stats
         while True:
-            stats[0] = 0
-            stats[1] = limits.next_budget(self._rate)
-            stats[2] = 0
+            stats[STAT_NODES] = 0
+            stats[STAT_BUDGET] = limits.next_budget(self._rate)
+            stats[STAT_ABORTED] = 0
             start = time.perf_counter()
             result = self._kernels.solve_position(
-                current, mask, moves, lower, upper, self._geo, self._table, self._scratch, stats
+                current, mask, moves, lower, upper, self._dims, self._table, self._scratch, stats
             )
             elapsed = time.perf_counter() - start
-            nodes = int(stats[0])
+            nodes = int(stats[STAT_NODES])
             self.nodes += nodes
             limits.spend(nodes)
             self._update_rate(nodes, elapsed)
-            if not stats[2]:
+            if not stats[STAT_ABORTED]:
                 break
             if limits.exhausted():
                 raise SearchLimitError(f"no proof within the solver's limits ({nodes} nodes)")
