@@ -87,3 +87,11 @@ def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> No
     state[STAT_BUDGET] = state[STAT_NODES] + chunk
     while not step():
         state[STAT_BUDGET] = state[STAT_NODES] + chunk
+
+
+def restart(state: np.ndarray) -> np.ndarray:
+    """``state`` made fresh again (nothing searched), for reuse by the next search."""
+    state[STAT_NODES] = 0
+    state[STAT_PLY] = -1
+    state[STAT_ROOT] = 0
+    return state
