@@ -80,6 +80,9 @@ class AlphaBetaPolicy(Policy):
         self.max_depth = None if max_depth is None else require_depth("max_depth", max_depth)
         self.weights = weights or ALPHABETA_WEIGHTS
         self._tables: dict[Geometry, _Tables] = {}
+        # Load the compiled kernels for the usual 6x7 board now, not inside a timed first move
+        # (other sizes load on their first move, before its clock starts).
+        self._get_tables(Geometry())
 
     def reset(self) -> None:
         """Forget the transposition table (a new game)."""

@@ -358,6 +358,10 @@ class SolverPolicy(Policy):
         self.table_bits = table_bits
         self._fallback: Policy | None = None
         self._solvers: dict[Geometry, Solver] = {}
+        # Compile the kernels and allocate the table of the usual 6x7 board now, and make the
+        # fallback, so that a first move on 6x7 spends its budget searching.
+        self.solver(Geometry())
+        _ = self.fallback
 
     @property
     def fallback(self) -> Policy:
