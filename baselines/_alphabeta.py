@@ -12,7 +12,7 @@ forced block. Only the moves that do not hand the opponent a win are searched, t
 first, then the moves making the most winning cells, centre first on ties.
 
 The search keeps its own stack (numba cannot cache self-recursive functions) and reads the clock
-every ``check_every`` nodes; past ``deadline`` it stops and flags ``stats[1]``.
+every ``check_every`` nodes; past ``deadline`` it stops and sets ``stats[STAT_ABORTED]``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import time
 import numpy as np
 from numba import objmode
 
+from baselines._layout import STAT_ABORTED, STAT_NEXT_CHECK, STAT_NODES
 from baselines.heuristic import window_score
 from connectx_gym.bitboard import column_mask, popcount, possible_moves, winning_cells
 
@@ -144,8 +145,9 @@ def search(
     """Negamax score of the position for the player to move, ``depth`` plies deep.
 
     Alpha-beta, fail-soft: exact when strictly inside ``(alpha, beta)``, else a bound on that
-    side. No line may be on the board. ``stats[0]`` counts nodes; the clock is read when it
-    reaches ``stats[2]`` (then moved ``check_every`` further); ``stats[1]`` is set to 1 (and the
+    side. No line may be on the board. ``stats[STAT_NODES]`` counts nodes; the clock is read when
+    it reaches ``stats[STAT_NEXT_CHECK]`` (then moved ``check_every`` further);
+    ``stats[STAT_ABORTED]`` is set to 1 (and the
     result is meaningless) when the clock passed ``deadline``. ``table_keys`` (0: empty
     slot) and ``table_data`` (rows ``[score, depth, flag, move]``) are the transposition table.
     """
@@ -163,7 +165,7 @@ def search(
         size,
     )
     if settled:
-        stats[0] += 1
+        stats[STAT_NODES] += 1
         return score
     columns = order.shape[0]
     capacity = table_keys.shape[0]
@@ -186,11 +188,11 @@ def search(
         if entering:
             # A node that needs a search: probe the table, order the moves, push a frame.
             entering = False
-            stats[0] += 1
-            if stats[0] >= stats[2]:
-                stats[2] = stats[0] + check_every
+            stats[STAT_NODES] += 1
+            if stats[STAT_NODES] >= stats[STAT_NEXT_CHECK]:
+                stats[STAT_NEXT_CHECK] = stats[STAT_NODES] + check_every
                 if now() > deadline:
-                    stats[1] = 1
+                    stats[STAT_ABORTED] = 1
                     return 0
             key = node_current + node_mask + 1
             slot = key % capacity
@@ -258,7 +260,7 @@ def search(
                 ply += 1
                 entering = True
                 continue
-            stats[0] += 1
+            stats[STAT_NODES] += 1
         else:
             # Every move seen, or a cut-off: store the node and hand its score to the parent.
             result = values[ply]

@@ -37,7 +37,9 @@ STAT_NODES = 0  # nodes visited (all calls)
 STAT_BUDGET = 1  # the call returns once STAT_NODES reaches this
 STAT_PLY = 2  # ply of the innermost open frame; -1 when no search below the root is open
 STAT_ROOT = 3  # index, in the move order, of the root column being searched
-STAT_SIZE = 4
+STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline (result void)
+STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
+STAT_SIZE = 6  # the solver keeps its column order after these
 
 
 class Dims(NamedTuple):
@@ -75,7 +77,7 @@ def new_state() -> np.ndarray:
 def node_chunk(geometry: Geometry) -> int:
     """Nodes per kernel call of a chunked search: well under a second of compiled search (or
     of the plain-Python backend on boards beyond 64 bits), so Ctrl-C is handled promptly."""
-    return 1 << 19 if geometry.fits_64_bits else 1 << 12
+    return 1 << 16 if geometry.fits_64_bits else 1 << 10
 
 
 def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> None:
@@ -87,11 +89,9 @@ def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> No
         state[STAT_BUDGET] = state[STAT_NODES] + chunk
 
 
-def require_depth_fits(name: str, depth: int, geometry: Geometry) -> None:
-    """``ValueError`` naming ``name`` when ``depth`` exceeds the cells of ``geometry`` (no game
-    lasts longer: deeper searches would only waste memory)."""
-    if depth > geometry.cells:
-        raise ValueError(
-            f"{name} must be <= {geometry.cells} (the cells of a {geometry.rows}x"
-            f"{geometry.columns} board), got {depth}"
-        )
+def restart(state: np.ndarray) -> np.ndarray:
+    """``state`` made fresh again (nothing searched), for reuse by the next search."""
+    state[STAT_NODES] = 0
+    state[STAT_PLY] = -1
+    state[STAT_ROOT] = 0
+    return state

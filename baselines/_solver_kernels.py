@@ -3,7 +3,7 @@
 Written once on integer bitboards: :func:`baselines._dual.backend` compiles this module with numba
 when the board fits in 64 bits and runs it on Python integers otherwise. Every kernel takes
 
-- ``geo``: the tuple ``(height, size, inarow, bottom, board, cells, columns)`` of the geometry;
+- ``d``: the geometry's :class:`~baselines._layout.Dims`;
 - ``table``: the transposition table, an ``(n, 2)`` array of ``(key, bound)`` rows (``int64``, or
   ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position is
   ``current + mask``, unique under Pons' layout, and stored whole, so entries never collide (on a
@@ -11,8 +11,9 @@ when the board fits in 64 bits and runs it on Python integers otherwise. Every k
 - ``scratch``: a ``(cells + 1, 3 * columns + 7)`` array (``int64``, or ``object`` like the
   table), one row per ply: the search's stack. A node sorts its moves there (columns, their threat
   counts, the winning cells they give) and keeps its frame (position, window, key, move index);
-- ``stats``: ``int64`` array ``[nodes, node_limit, aborted, column order...]``; a search that visits
-  more than ``node_limit`` nodes sets ``aborted`` and returns garbage, which the caller discards
+- ``stats``: ``int64`` array, the named indices of :mod:`baselines._layout` followed by the column
+  order (from ``STAT_SIZE`` on); a search that visits more than ``stats[STAT_BUDGET]`` nodes sets
+  ``stats[STAT_ABORTED]`` and returns garbage, which the caller discards
   (nothing is stored in the table after an abort, so the table stays exact).
 
 Scores follow Pons' convention: with ``cells`` cells and ``moves`` stones on the board, a win for
@@ -22,19 +23,20 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 
 from __future__ import annotations
 
+from baselines._layout import STAT_ABORTED, STAT_BUDGET, STAT_NODES, STAT_SIZE, Dims
 from connectx_gym.bitboard import column_mask, has_line, popcount, winning_cells
 
 #: Returned by :func:`solve_position` for a position in which a player already has a line.
 GAME_OVER = 1 << 30
 
 
-def non_losing_moves(mask: int, opponent_wins: int, geo: tuple) -> int:
+def non_losing_moves(mask: int, opponent_wins: int, d: Dims) -> int:
     """Moves (one bit per column) that do not let the opponent win at once; 0 when none.
 
     ``opponent_wins`` are the opponent's winning cells. The side to move must not have a winning
     move itself (callers check it first).
     """
-    possible = (mask + geo[3]) & geo[4]
+    possible = (mask + d.bottom) & d.board
     forced = possible & opponent_wins
     if forced:
         if forced & (forced - 1):
@@ -49,7 +51,7 @@ def negamax(
     moves: int,
     alpha: int,
     beta: int,
-    geo: tuple,
+    d: Dims,
     table,
     scratch,
     stats,
@@ -60,7 +62,14 @@ def negamax(
     ``>= beta`` a lower bound, one in between exact. The recursion runs on an explicit stack, one
     row of ``scratch`` per ply (numba cannot cache recursive functions).
     """
-    height, size, inarow, board, cells, columns = geo[0], geo[1], geo[2], geo[4], geo[5], geo[6]
+    height, size, inarow, board, cells, columns = (
+        d.height,
+        d.size,
+        d.inarow,
+        d.board,
+        d.cells,
+        d.columns,
+    )
     frame = 3 * columns  # first column of a row's frame: current, mask, alpha, beta, key, index
     offset = cells + 2  # bounds are stored shifted away from 0, the empty entry
     root = moves
@@ -71,14 +80,14 @@ def negamax(
         if descending:
             # Enter the node (current, mask, moves, alpha, beta): settle it at once or open a frame.
             descending = False
-            stats[0] += 1
-            if stats[0] > stats[1]:
-                stats[2] = 1
+            stats[STAT_NODES] += 1
+            if stats[STAT_NODES] > stats[STAT_BUDGET]:
+                stats[STAT_ABORTED] = 1
                 return 0
             empty = board & ~mask
             if opponent_wins < 0:
                 opponent_wins = winning_cells(current ^ mask, empty, height, inarow, size)
-            possible = non_losing_moves(mask, opponent_wins, geo)
+            possible = non_losing_moves(mask, opponent_wins, d)
             if possible == 0:
                 value = -((cells - moves) // 2)
                 continue
@@ -115,7 +124,7 @@ def negamax(
             # on ties; those cells are the child's opponent_wins, kept in the row's third part.
             count = 0
             for index in range(columns):
-                column = int(stats[3 + index])
+                column = int(stats[STAT_SIZE + index])
                 move = possible & column_mask(column, height)
                 if move:
                     wins = -1
@@ -174,7 +183,7 @@ def negamax(
         index = scratch[moves, frame + 5]
         column = scratch[moves, index]
         opponent_wins = scratch[moves, frame - columns + index]
-        move = ((mask + geo[3]) & board) & column_mask(column, height)
+        move = ((mask + d.bottom) & board) & column_mask(column, height)
         current, mask = current ^ mask, mask | move
         alpha, beta = -beta, -alpha
         moves += 1
@@ -194,7 +203,7 @@ def solve_position(
     moves: int,
     lower: int,
     upper: int,
-    geo: tuple,
+    d: Dims,
     table,
     scratch,
     stats,
@@ -205,7 +214,14 @@ def solve_position(
     result ``<= lower`` means the true score is ``<= lower`` too, one ``>= upper`` that it is
     ``>= upper``. Returns :data:`GAME_OVER` when a player already has a line, 0 on a full board.
     """
-    height, size, inarow, bottom, board, cells = geo[0], geo[1], geo[2], geo[3], geo[4], geo[5]
+    height, size, inarow, bottom, board, cells = (
+        d.height,
+        d.size,
+        d.inarow,
+        d.bottom,
+        d.board,
+        d.cells,
+    )
     if has_line(current ^ mask, height, inarow, size) or has_line(current, height, inarow, size):
         return GAME_OVER
     if moves >= cells:
@@ -225,8 +241,8 @@ def solve_position(
             middle = half_toward_zero(low)
         elif middle >= 0 and half_toward_zero(high) > middle:
             middle = half_toward_zero(high)
-        result = negamax(current, mask, moves, middle, middle + 1, geo, table, scratch, stats)
-        if stats[2]:
+        result = negamax(current, mask, moves, middle, middle + 1, d, table, scratch, stats)
+        if stats[STAT_ABORTED]:
             return 0
         if result <= middle:
             high = result

@@ -17,7 +17,9 @@ import time
 
 import numpy as np
 
+from baselines._checks import require_depth_fits, require_seconds, signal_safe
 from baselines._dual import backend
+from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE
 from baselines.heuristic import WindowWeights
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
@@ -58,7 +60,9 @@ class AlphaBetaPolicy(Policy):
             search checks the clock inside the tree and stops in time; the one-off numba
             compilation (or cache load) for a new board size happens before the clock starts.
         max_depth: stop deepening at this many plies (``None``: until the game's end or the
-            budget). With a ``max_depth`` reached well within the budget, play is deterministic
+            budget); at most the board's cells. Play under a time budget alone is not
+            reproducible move for move (the depth reached depends on the machine's speed and
+            load); with a ``max_depth`` reached well within the budget, play is deterministic
             given the generator.
         weights: the horizon evaluation (:data:`ALPHABETA_WEIGHTS` by default).
     """
@@ -72,12 +76,13 @@ class AlphaBetaPolicy(Policy):
         weights: WindowWeights | None = None,
     ) -> None:
         super().__init__()
-        if not time_budget > 0:
-            raise ValueError(f"time_budget must be > 0 seconds, got {time_budget!r}")
-        self.time_budget = float(time_budget)
+        self.time_budget = require_seconds("time_budget", time_budget, optional=False)
         self.max_depth = None if max_depth is None else require_depth("max_depth", max_depth)
         self.weights = weights or ALPHABETA_WEIGHTS
         self._tables: dict[Geometry, _Tables] = {}
+        # Load the compiled kernels for the usual 6x7 board now, not inside a timed first move
+        # (other sizes load on their first move, before its clock starts).
+        self._get_tables(Geometry())
 
     def reset(self) -> None:
         """Forget the transposition table (a new game)."""
@@ -95,7 +100,7 @@ class AlphaBetaPolicy(Policy):
             # they happen here too: a depth-2 search reads the clock at its first node.
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
-                stats = np.zeros(3, dtype=np.int64)
+                stats = np.zeros(STAT_SIZE, dtype=np.int64)
                 self._search_depth(empty, tables, 2, time.perf_counter() + 3600.0, stats)
             tables.clear()
             tables.warm = True
@@ -147,7 +152,7 @@ class AlphaBetaPolicy(Policy):
                     g.inarow,
                     g.size,
                 )
-                if stats[1]:
+                if stats[STAT_ABORTED]:
                     return None
             scores[column] = value
             best = max(best, value)
@@ -156,19 +161,26 @@ class AlphaBetaPolicy(Policy):
     def scores(self, board: Board) -> np.ndarray:
         """Scores of the deepest search completed in the budget (NaN for full columns).
 
+        Ctrl-C stops the search at its next read of the clock (a ``KeyboardInterrupt``).
+
         Columns of the best score carry their exact score at the depth reached; the others a
         score below it (an upper bound of theirs at that depth). A win made with ``s`` stones on
         the board scores ``1e6 - s``, a loss the negation. ``last_info`` tells the depth reached
         and why the search stopped (``"time"``, ``"proven"``, ``"end of game"``,
         ``"max_depth"``).
         """
+        return signal_safe(lambda: self._scores(board))
+
+    def _scores(self, board: Board) -> np.ndarray:
         g = board.geometry
+        if self.max_depth is not None:
+            require_depth_fits("max_depth", self.max_depth, g)
         if board.is_terminal():
             return np.full(g.columns, np.nan)
         tables = self._get_tables(g)
         start = time.perf_counter()
         deadline = start + 0.92 * self.time_budget - 0.002
-        stats = np.zeros(3, dtype=np.int64)
+        stats = np.zeros(STAT_SIZE, dtype=np.int64)
         win = tables.kernels.WIN
         limit = g.cells - board.moves
         if self.max_depth is not None:
@@ -195,7 +207,7 @@ class AlphaBetaPolicy(Policy):
         self.last_info = {
             "depth": reached,
             "stopped": stopped,
-            "nodes": int(stats[0]),
+            "nodes": int(stats[STAT_NODES]),
             "seconds": time.perf_counter() - start,
         }
         return best_scores

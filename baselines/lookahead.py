@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._checks import require_depth_fits
 from baselines._dual import backend
 from baselines._layout import (
     STAT_NODES,
@@ -23,7 +24,7 @@ from baselines._layout import (
     new_frames,
     new_state,
     node_chunk,
-    require_depth_fits,
+    restart,
     run_in_chunks,
 )
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
@@ -112,6 +113,7 @@ class MinimaxPolicy(Policy):
         self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
         self._cache = _GeometryCache(self.weights)
+        self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:
         g = board.geometry
@@ -120,8 +122,10 @@ class MinimaxPolicy(Policy):
         if board.is_terminal():
             return out
         kernels, own, other, order, d = self._cache.get(g)
-        frames, bounds = new_frames(self.depth, g)
-        state = new_state()
+        if g not in self._stacks:  # reused: allocating them costs as much as a short search
+            self._stacks[g] = (*new_frames(self.depth, g), new_state())
+        frames, bounds, state = self._stacks[g]
+        restart(state)
         current, mask, depth = board.current, board.mask, self.depth
 
         def step() -> bool:

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._dual import backend
+from baselines._checks import require_depth_fits
+from baselines._dual import Backend, backend
 from baselines._layout import (
+    Dims,
     dims,
     new_frames,
     new_state,
     node_chunk,
-    require_depth_fits,
+    restart,
     run_in_chunks,
 )
 from baselines.lookahead import center_order
-from connectx_gym.bitboard import Board
+from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["NegamaxPolicy"]
@@ -39,6 +41,8 @@ class NegamaxPolicy(Policy):
     def __init__(self, depth: int = 4) -> None:
         super().__init__()
         self.depth = require_depth("depth", depth)
+        self._kernels: dict[Geometry, tuple[Backend, np.ndarray, Dims]] = {}
+        self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def scores(self, board: Board) -> np.ndarray:
         """Per-column scores in {-1, 0, 1} (NaN for full columns; all NaN once the game is over)."""
@@ -47,10 +51,13 @@ class NegamaxPolicy(Policy):
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        kernels = backend("baselines._negamax", g)
-        order, d = center_order(g.columns), dims(g)
-        frames, bounds = new_frames(self.depth, g)
-        state = new_state()
+        if g not in self._kernels:
+            self._kernels[g] = (backend("baselines._negamax", g), center_order(g.columns), dims(g))
+        kernels, order, d = self._kernels[g]
+        if g not in self._stacks:  # reused: allocating them costs as much as a short search
+            self._stacks[g] = (*new_frames(self.depth, g), new_state())
+        frames, bounds, state = self._stacks[g]
+        restart(state)
         current, mask, depth = board.current, board.mask, self.depth
 
         def step() -> bool:

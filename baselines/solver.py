@@ -28,10 +28,12 @@ import time
 
 import numpy as np
 
+from baselines._checks import require_node_limit, require_seconds
 from baselines._dual import backend
+from baselines._layout import STAT_ABORTED, STAT_BUDGET, STAT_NODES, STAT_SIZE, dims
 from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy
+from connectx_gym.policy import Policy, require_depth
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -47,6 +49,10 @@ __all__ = [
 _KERNELS = "baselines._solver_kernels"
 #: Nodes per second assumed before a solver has timed itself (kept low: a too-high guess overruns).
 _INITIAL_RATE = {True: 300_000.0, False: 5_000.0}
+#: Nodes per kernel call at most (a fraction of a second): Python handles Ctrl-C between calls.
+#: A call cut short starts again from the root and finds the subtrees it proved in the table.
+#: A count of nodes, not of seconds, so that searches under a node limit are reproducible.
+_CHUNK_NODES = {True: 1 << 21, False: 1 << 13}
 
 
 class SearchLimitError(TimeoutError):
@@ -60,17 +66,23 @@ def _next_prime(n: int) -> int:
     return candidate
 
 
+def _require_table_bits(table_bits: object) -> None:
+    if isinstance(table_bits, bool) or not isinstance(table_bits, int) or not 4 <= table_bits <= 30:
+        raise ValueError(f"table_bits must be an integer in [4, 30], got {table_bits!r}")
+
+
 class _Limits:
     """Node and wall-clock budgets shared by the kernel calls of one request."""
 
-    def __init__(self, node_limit: int | None, time_limit: float | None) -> None:
+    def __init__(self, node_limit: int | None, time_limit: float | None, chunk: int) -> None:
         self.nodes_left = node_limit
+        self.chunk = chunk
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
 
     def next_budget(self, rate: float) -> int:
-        budget = 1 << 62
+        budget = self.chunk
         if self.nodes_left is not None:
-            budget = self.nodes_left
+            budget = min(budget, self.nodes_left)
         if self.deadline is not None:
             remaining = self.deadline - time.perf_counter()
             budget = min(budget, int(max(remaining, 0.0) * rate))
@@ -105,26 +117,27 @@ class Solver:
         self.geometry = g
         self.nodes = 0
         self._kernels = backend(_KERNELS, g)
-        self._geo = (g.height, g.size, g.inarow, g.bottom, g.board, g.cells, g.columns)
+        self._dims = dims(g)
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
-        elif not 4 <= table_bits <= 30:
-            raise ValueError(f"table_bits must be in [4, 30], got {table_bits}")
+        else:
+            _require_table_bits(table_bits)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
         self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)
         self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
-        self._stats = np.zeros(3 + g.columns, dtype=np.int64)
-        self._stats[3:] = center_order(g.columns)
+        self._stats = np.zeros(STAT_SIZE + g.columns, dtype=np.int64)
+        self._stats[STAT_SIZE:] = center_order(g.columns)
         self._rate = _INITIAL_RATE[g.fits_64_bits]
+        self._chunk = _CHUNK_NODES[g.fits_64_bits]
         self._timed_nodes = 0
         self._timed_seconds = 0.0
         # Compile (or load the compiled kernels) now, not inside the first timed request: a
         # search with a node limit of 0 stops at once.
         self._kernels.solve_position(
-            0, 0, 0, -1, 1, self._geo, self._table, self._scratch, self._stats
+            0, 0, 0, -1, 1, self._dims, self._table, self._scratch, self._stats
         )
 
     def reset(self) -> None:
@@ -144,7 +157,7 @@ class Solver:
         self._check(board)
         return self._search(
             board.current, board.mask, board.moves, -board.geometry.cells, board.geometry.cells,
-            _Limits(node_limit, time_limit),
+            self._limits(node_limit, time_limit),
         )  # fmt: skip
 
     def move_scores(
@@ -156,7 +169,7 @@ class Solver:
         apply to the whole request, as in :meth:`solve`.
         """
         self._check(board)
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         g = board.geometry
         scores = np.full(g.columns, np.nan)
         if board.is_full():
@@ -180,7 +193,7 @@ class Solver:
         Cheaper than :meth:`move_scores`: after solving the position, each column is only
         tested against the best score with one null window.
         """
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         self._check(board)
         if board.is_full():
             raise ValueError("the board is full: there is no move to play")
@@ -199,7 +212,7 @@ class Solver:
     ) -> bool:
         """True when playing ``column`` keeps the best exact score ``best`` of ``board``
         (solved first when not given)."""
-        limits = _Limits(node_limit, time_limit)
+        limits = self._limits(node_limit, time_limit)
         self._check(board)
         if not board.can_play(column) or board.is_full():
             raise ValueError(f"column {column} is not a legal move on this board")
@@ -209,6 +222,13 @@ class Solver:
         return self._keeps(board, column, best, limits)
 
     # -- internals ----------------------------------------------------------------------------
+    def _limits(self, node_limit: int | None, time_limit: float | None) -> _Limits:
+        if node_limit is not None:
+            node_limit = require_node_limit("node_limit", node_limit)
+        if time_limit is not None:
+            time_limit = require_seconds("time_limit", time_limit)
+        return _Limits(node_limit, time_limit, self._chunk)
+
     def _check(self, board: Board) -> None:
         if board.geometry != self.geometry:
             raise ValueError(f"this solver is for {self.geometry}, not {board.geometry}")
@@ -227,19 +247,19 @@ class Solver:
             return 0
         stats = self._stats
         while True:
-            stats[0] = 0
-            stats[1] = limits.next_budget(self._rate)
-            stats[2] = 0
+            stats[STAT_NODES] = 0
+            stats[STAT_BUDGET] = limits.next_budget(self._rate)
+            stats[STAT_ABORTED] = 0
             start = time.perf_counter()
             result = self._kernels.solve_position(
-                current, mask, moves, lower, upper, self._geo, self._table, self._scratch, stats
+                current, mask, moves, lower, upper, self._dims, self._table, self._scratch, stats
             )
             elapsed = time.perf_counter() - start
-            nodes = int(stats[0])
+            nodes = int(stats[STAT_NODES])
             self.nodes += nodes
             limits.spend(nodes)
             self._update_rate(nodes, elapsed)
-            if not stats[2]:
+            if not stats[STAT_ABORTED]:
                 break
             if limits.exhausted():
                 raise SearchLimitError(f"no proof within the solver's limits ({nodes} nodes)")
@@ -299,7 +319,13 @@ class SolverPolicy(Policy):
     8 million entries, 134 MB, on 6x7).
     ``last_info`` tells which: ``{"proven": True, "score": s, "best_moves": [...]}`` or
     ``{"proven": False, "fallback": {...}}``.
-    The first move on a new board size also compiles or loads the search kernels.
+    The solver's kernels are compiled (or loaded) and its table allocated before the clock
+    starts, and it stops within a few milliseconds of its share of the budget.
+
+    Under a time budget, play is not reproducible move for move: what gets proven in time
+    depends on the machine and its load. A ``node_limit`` reached well within a generous budget
+    (with ``fallback_depth`` for the moves it cannot prove) bounds the work instead, for play
+    that repeats given the generator and the same table contents.
     """
 
     name = "solver"
@@ -314,18 +340,28 @@ class SolverPolicy(Policy):
         table_bits: int | None = None,
     ) -> None:
         super().__init__()
-        if time_budget <= 0:
-            raise ValueError(f"time_budget must be positive, got {time_budget}")
-        if not 0 < solve_share <= 1:
-            raise ValueError(f"solve_share must be in (0, 1], got {solve_share}")
-        self.time_budget = float(time_budget)
+        self.time_budget = require_seconds("time_budget", time_budget, optional=False)
+        if (
+            isinstance(solve_share, bool)
+            or not isinstance(solve_share, (int, float))
+            or not 0 < solve_share <= 1
+        ):
+            raise ValueError(f"solve_share must be a number in (0, 1], got {solve_share!r}")
         self.solve_share = float(solve_share)
-        self.node_limit = node_limit
+        self.node_limit = require_node_limit("node_limit", node_limit)
+        if fallback_depth is not None:
+            fallback_depth = require_depth("fallback_depth", fallback_depth)
+        if table_bits is not None:
+            _require_table_bits(table_bits)
         self.fallback_spec = fallback
         self.fallback_depth = fallback_depth
         self.table_bits = table_bits
         self._fallback: Policy | None = None
         self._solvers: dict[Geometry, Solver] = {}
+        # Compile the kernels and allocate the table of the usual 6x7 board now, and make the
+        # fallback, so that a first move on 6x7 spends its budget searching.
+        self.solver(Geometry())
+        _ = self.fallback
 
     @property
     def fallback(self) -> Policy:

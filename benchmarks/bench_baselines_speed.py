@@ -11,7 +11,7 @@
 Times are per move, on the same 6x7 mid-game positions for every agent (10 to 20 plies played:
 4 random ones, then minimax depth 2's).
 
-Usage: ``python benchmarks/bench_baselines_speed.py [--quick] [--positions N]``.
+Usage: ``python benchmarks/bench_baselines_speed.py [--quick | --smoke] [--positions N]``.
 """
 
 from __future__ import annotations
@@ -162,11 +162,12 @@ def policy_forward_seconds(calls: int) -> tuple[list[float], int] | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer positions, a smoke run")
+    parser.add_argument("--smoke", action="store_true", help="2 positions, seconds: a crash test")
     parser.add_argument("--positions", type=int, default=None, help="positions per agent")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    count = args.positions or (5 if args.quick else 30)
-    slow_count = max(2, count // 10) if args.quick else max(3, count // 3)
+    count = args.positions or (2 if args.smoke else 5 if args.quick else 30)
+    slow_count = 1 if args.smoke else max(2, count // 10) if args.quick else max(3, count // 3)
     boards = mid_game_positions(count, args.seed)
     slow_boards = boards[:slow_count]
 
@@ -242,10 +243,10 @@ def main() -> None:
     for row in rows:
         print("| " + " | ".join(row) + " |")
 
-    steps = 300 if args.quick else 3000
+    steps = 30 if args.smoke else 300 if args.quick else 3000
     with_minimax = env_step_seconds("minimax:depth=3", steps, args.seed)
     with_random = env_step_seconds("random", steps, args.seed)
-    forward = policy_forward_seconds(300 if args.quick else 3000)
+    forward = policy_forward_seconds(steps)
     print(f"\n## minimax depth 3 as the opponent inside ConnectX-v0 ({steps} steps)\n")
     print("| measure | median µs | mean µs |")
     print("|---|---|---|")

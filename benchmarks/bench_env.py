@@ -159,8 +159,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seconds", type=float, default=2.0, help="seconds per measurement")
     parser.add_argument("--rounds", type=int, default=3, help="measurements per environment")
     parser.add_argument("--quick", action="store_true", help="one round of 0.5 s")
+    parser.add_argument("--smoke", action="store_true", help="one round of 0.1 s: a crash test")
     args = parser.parse_args(argv)
-    seconds, rounds = (0.5, 1) if args.quick else (args.seconds, args.rounds)
+    seconds, rounds = (
+        (0.1, 1) if args.smoke else (0.5, 1) if args.quick else (args.seconds, args.rounds)
+    )
 
     runners: dict[str, Runner] = {}
     skipped: list[str] = []

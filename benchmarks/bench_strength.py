@@ -6,7 +6,7 @@ kaggle-environments is installed, kaggle's own negamax. Each pairing plays ``--g
 6x7 (200 by default), A taking the first move in even games; scores count a draw as half a win
 and come with 95% Wilson intervals.
 
-Usage: ``python benchmarks/bench_strength.py [--quick] [--games N] [--time-budget S]``.
+Usage: ``python benchmarks/bench_strength.py [--quick | --smoke] [--games N] [--time-budget S]``.
 """
 
 from __future__ import annotations
@@ -52,15 +52,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=None, help="games per pairing (200)")
     parser.add_argument("--quick", action="store_true", help="20 games per pairing")
+    parser.add_argument("--smoke", action="store_true", help="4 players, 2 games: a crash test")
     parser.add_argument(
         "--time-budget", type=float, default=0.05, help="alphabeta's seconds per move (0.05)"
     )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
-    games = args.games or (20 if args.quick else 200)
-    with_kaggle = kaggle_installed()
+    games = args.games or (2 if args.smoke else 20 if args.quick else 200)
+    with_kaggle = kaggle_installed() and not args.smoke
     specs = players(args.time_budget, with_kaggle)
+    if args.smoke:
+        specs = [specs[0], specs[1], specs[2], specs[-1]]
     alphabeta = specs[-1]
 
     results: dict[tuple[str, str], MatchResult] = {}

@@ -52,15 +52,21 @@ def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer rollouts")
+    parser.add_argument("--smoke", action="store_true", help="one tiny setting: a crash test")
     parser.add_argument("--opponent", default="minimax:depth=3")
     args = parser.parse_args()
     torch.set_num_threads(1)
-    rollouts = 2 if args.quick else 6
+    rollouts = 1 if args.smoke else 2 if args.quick else 6
     base = TrainConfig()
+    settings = (
+        [{"vec_env": "dummy", "n_envs": 2, "n_steps": 32, "batch_size": 64}]
+        if args.smoke
+        else SETTINGS
+    )
     print(f"MaskablePPO, default network and PPO settings, against {args.opponent}\n")
     print("| vec env | n_envs | n_steps | steps/s | opponent s | opponent share of wall |")
     print("|---|---:|---:|---:|---:|---:|")
-    for setting in SETTINGS:
+    for setting in settings:
         config = dataclasses.replace(base, **setting)
         result = measure(config, args.opponent, rollouts)
         print(

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from baselines._alphabeta import WIN
 from baselines._dual import jit_module
+from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE
 from baselines.alphabeta import ALPHABETA_WEIGHTS, AlphaBetaPolicy
 from baselines.lookahead import center_order
 from connectx_gym import Board, Geometry, make_policy
@@ -145,14 +146,14 @@ def test_search_reads_the_clock_inside_the_tree(compiled: bool) -> None:
     own, other = ALPHABETA_WEIGHTS.arrays(4)
     keys = np.zeros(100_003, dtype=np.int64 if compiled else object)
     data = np.zeros((100_003, 4), dtype=np.int64)
-    stats = np.zeros(3, dtype=np.int64)
+    stats = np.zeros(STAT_SIZE, dtype=np.int64)
     args = (keys, data, own, other, center_order(7), geometry.bottom, geometry.board, 7, 4, 42)
     module.search(0, 0, 0, 2, -module.INFINITY, module.INFINITY, np.inf, 64, stats, *args)
     stats[:] = 0
     started = time.perf_counter()
     # Depth 30 from the empty board takes far longer than the 20 ms given.
     module.search(0, 0, 0, 30, -module.INFINITY, module.INFINITY, started + 0.02, 64, stats, *args)
-    assert stats[1] == 1
+    assert stats[STAT_ABORTED] == 1
     assert time.perf_counter() - started < 0.05
 
 
@@ -180,7 +181,7 @@ def test_compiled_and_plain_search_agree(seed: int, depth: int) -> None:
     ):
         keys = np.zeros(1009, dtype=np.int64 if module.__name__.endswith("__jit__") else object)
         data = np.zeros((1009, 4), dtype=np.int64)
-        stats = np.zeros(3, dtype=np.int64)
+        stats = np.zeros(STAT_SIZE, dtype=np.int64)
         score = module.search(
             board.current,
             board.mask,
@@ -202,7 +203,7 @@ def test_compiled_and_plain_search_agree(seed: int, depth: int) -> None:
             4,
             geometry.size,
         )
-        results.append((score, int(stats[0])))
+        results.append((score, int(stats[STAT_NODES])))
     assert results[0] == results[1]
 
 

@@ -282,7 +282,7 @@ def test_solver_policy_with_its_own_table() -> None:
         Solver(board.geometry, table_bits=40)
 
 
-@pytest.mark.parametrize("opponent", ["random", "alphabeta:time_budget=0.05"])
+@pytest.mark.parametrize("opponent", ["random", "alphabeta:max_depth=4,time_budget=60"])
 def test_solver_never_loses_a_proven_position(opponent: str) -> None:
     geometry = Geometry(4, 5, 4)
     rng = np.random.default_rng(11)

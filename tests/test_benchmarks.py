@@ -1,0 +1,54 @@
+"""Every script in ``benchmarks/`` runs to the end in its quickest mode (``--smoke``).
+
+A crash in a benchmark (the README shows how to run them) would otherwise go unnoticed until
+someone runs it for real. Comparisons with optional peers (bitbully, pgx, OpenSpiel, kaggle)
+are skipped by the scripts themselves when the peers are missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ROOT / "benchmarks"
+PONS = ROOT.parent / "shared" / "data" / "pons"
+SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
+#: Extra arguments, and the modules a script cannot run without.
+EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)]}
+NEEDS = {"train_speed.py": ["torch", "sb3_contrib"]}
+
+
+def test_every_script_is_covered() -> None:
+    assert "bench_solver.py" in SCRIPTS
+    assert len(SCRIPTS) >= 5
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_benchmark_runs_in_smoke_mode(script: str) -> None:
+    for module in NEEDS.get(script, []):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    if script == "bench_solver.py" and not PONS.is_dir():
+        pytest.skip(f"no Pons benchmark files at {PONS}")
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke", *EXTRA.get(script, [])],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    )
+    assert result.stdout.strip(), f"{script} printed nothing"
