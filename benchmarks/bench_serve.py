@@ -145,7 +145,9 @@ def take_screenshot(browser, base: str, path: str) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 page loads, 15 moves per policy")
+    parser.add_argument(
+        "--quick", "--smoke", action="store_true", help="3 page loads, 15 moves per policy"
+    )
     parser.add_argument("--screenshot", help="also save a screenshot of the page to this PNG")
     args = parser.parse_args()
     loads, moves = (3, 15) if args.quick else (10, 60)

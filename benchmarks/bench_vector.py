@@ -191,7 +191,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=1.0)
-    parser.add_argument("--quick", action="store_true", help="1 round of 0.2 s, batches 1 and 64")
+    parser.add_argument(
+        "--quick", "--smoke", action="store_true", help="1 round of 0.2 s, batches 1 and 64"
+    )
     args = parser.parse_args()
     batches = BATCHES
     if args.quick:

@@ -8,8 +8,6 @@ from __future__ import annotations
 import pytest
 from env_copy_checks import COPIERS, check_copy_mid_game
 
-pytestmark = pytest.mark.skip("enabled after merge")
-
 SEARCH_OPPONENTS = [
     "onestep",
     "minimax:depth=2",
