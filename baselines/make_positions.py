@@ -166,6 +166,27 @@ def _save(path: Path, geometry: Geometry, labelled: list[dict[str, Any]], meta: 
     temporary.replace(path)
 
 
+def _checkpoint(
+    path: Path, meta: dict[str, Any], bounds: dict[str, tuple[int, int]]
+) -> dict[str, list[dict[str, Any]]]:
+    """Per phase, the labelled items of a stopped run's partial file, in labelling order."""
+    with np.load(path, allow_pickle=False) as data:
+        saved = json.loads(str(data["meta"]))
+        for key in ("seed", "node_limit", "phases", "geometry", "players"):
+            if saved[key] != meta[key]:
+                raise RuntimeError(f"{path} was made with another {key}")
+        items: dict[str, list[dict[str, Any]]] = {name: [] for name in bounds}
+        names = list(bounds)
+        for moves, plies, scores, phase, split in zip(
+            data["moves"], data["plies"], data["scores"], data["phase"], data["split"], strict=True
+        ):
+            items[names[phase]].append(
+                {"moves": [int(c) for c in moves[:plies]], "scores": scores, "phase": int(phase),
+                 "split": int(split)}
+            )  # fmt: skip
+    return items
+
+
 def _readme(meta: dict[str, Any]) -> str:
     g = meta["geometry"]
     skipped_text = ", ".join(
@@ -173,6 +194,11 @@ def _readme(meta: dict[str, Any]) -> str:
         f"{meta['skipped'][name] + sum(meta['counts'][name].values())} candidates"
         for name in meta["phases"]
     )
+    if meta.get("exhausted"):
+        skipped_text += (
+            f"; {', '.join(meta['exhausted'])}: every candidate was used, so the phase has fewer "
+            "positions than asked (raise --spare)"
+        )
     if not meta.get("complete", True):
         skipped_text += " (generation stopped before the end: counts are what was labelled)"
     lines = [
@@ -237,6 +263,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
     parser.add_argument("--no-readme", action="store_true", help="do not write README.md")
     parser.add_argument(
+        "--resume", action="store_true", help="continue the partial --output of a stopped run"
+    )
+    parser.add_argument(
         "--readme-only", action="store_true", help="only (re)write README.md from --output"
     )
     args = parser.parse_args(argv)
@@ -274,6 +303,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         "splits": ["dev", "test"],
         "complete": False,
     }
+    exhausted: set[str] = set()
+    resumed = _checkpoint(args.output, meta, bounds) if args.resume else None
+    if args.resume:  # report the time of both runs
+        with np.load(args.output, allow_pickle=False) as data:
+            started -= json.loads(str(data["meta"]))["seconds"]
     # Round-robin over the phases, so a partial file (rewritten every minute) stays balanced.
     queues = {name: iter(candidates[name]) for name in bounds}
     last_save = time.perf_counter()
@@ -284,8 +318,19 @@ def main(argv: Sequence[str] | None = None) -> int:
             if done >= wanted[name]:
                 continue
             moves = next(queues[name], None)
-            if moves is None:
-                raise RuntimeError(f"ran out of {name} candidates: raise --spare")
+            if moves is None:  # every candidate used: the phase ends short (see "exhausted")
+                exhausted.add(name)
+                wanted[name] = done
+                continue
+            if resumed and resumed[name]:
+                # A stopped run's candidates: labelled ones are in its file, in order; the others
+                # in between were skipped (not proven within the same cap), so need no new solve.
+                if list(resumed[name][0]["moves"]) != list(moves):
+                    skipped[name] += 1
+                    continue
+                counts[name]["test" if done % 2 == 0 else "dev"] += 1
+                labelled.append(resumed[name].pop(0))
+                continue
             try:
                 scores = label_position(solver, moves, args.node_limit)
             except SearchLimitError:
@@ -308,6 +353,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             last_save = time.perf_counter()
             print(f"{len(labelled)} labelled, skipped {skipped}", file=sys.stderr, flush=True)
     meta.update(counts=counts, skipped=skipped, total=len(labelled), complete=True)
+    meta["exhausted"] = sorted(exhausted)
     meta["seconds"] = time.perf_counter() - started
     _save(args.output, geometry, labelled, meta)
     if not args.no_readme:
