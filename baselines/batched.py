@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._batched_kernels import MINIMAX, NEGAMAX, ONESTEP
+from baselines._checks import require_depth_fits
 from baselines._dual import backend
-from baselines._layout import dims, new_frames, new_state, require_depth_fits
+from baselines._layout import dims, new_frames, new_state
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
 from baselines.negamax import NegamaxPolicy
 from connectx_gym.batch import BoardBatch, choose_best_batch

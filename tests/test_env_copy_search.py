@@ -13,7 +13,7 @@ SEARCH_OPPONENTS = [
     "minimax:depth=2",
     "negamax:depth=2",
     "alphabeta:max_depth=3",
-    "solver:time_budget=0.2",
+    "solver:node_limit=200000,fallback_depth=4,time_budget=60",  # node-bound: reproducible
     "minimax:depth=2~0.25",
 ]
 
