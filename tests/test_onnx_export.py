@@ -25,6 +25,7 @@ from connectx_gym.files import save_weights  # noqa: E402
 from connectx_gym.weights import forward_layers  # noqa: E402
 from train import onnx_export  # noqa: E402
 from train.config import TrainConfig  # noqa: E402
+from train.model import model_weights, new_model  # noqa: E402
 from train.onnx_export import (  # noqa: E402
     MASKED_LOGIT,
     OPSET,
@@ -33,12 +34,11 @@ from train.onnx_export import (  # noqa: E402
     onnx_logits,
     random_positions,
 )
-from train.trainer import _new_model, model_weights  # noqa: E402
 
 
 def make_model(out: Path, rows: int, columns: int, inarow: int, seed: int):
     config = TrainConfig(rows=rows, columns=columns, inarow=inarow, seed=seed)
-    model = _new_model(config, ConnectXEnv(rows, columns, inarow), out)
+    model = new_model(config, ConnectXEnv(rows, columns, inarow), out)
     # A fresh network has near-uniform logits; spread them so that argmaxes are well separated.
     with torch.no_grad():
         model.policy.action_net.weight.mul_(40)
