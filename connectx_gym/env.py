@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, ClassVar, Literal
 
 import gymnasium as gym
@@ -19,6 +19,19 @@ from connectx_gym.render import board_to_ansi, board_to_rgb
 __all__ = ["ConnectXEnv"]
 
 OpponentSpec = str | Policy | Callable[..., Any]
+
+
+def check_env_options(
+    render_mode: str | None, illegal_action: str, render_modes: Sequence[str]
+) -> None:
+    """``ValueError`` for a ``render_mode`` or ``illegal_action`` that the envs do not know (shared
+    by ``ConnectX-v0`` and the batched env)."""
+    if render_mode is not None and render_mode not in render_modes:
+        raise ValueError(
+            f"render_mode must be one of {list(render_modes)} or None, got {render_mode!r}"
+        )
+    if illegal_action not in ("lose", "raise"):
+        raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
 
 
 class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
@@ -111,13 +124,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self.geometry = Geometry(rows, columns, inarow)
         if agent_mark not in (None, 1, 2):
             raise ValueError(f"agent_mark must be 1, 2 or None, got {agent_mark!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, "
-                f"got {render_mode!r}"
-            )
-        if illegal_action not in ("lose", "raise"):
-            raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
+        check_env_options(render_mode, illegal_action, self.metadata["render_modes"])
         self.agent_mark_setting = agent_mark
         self.render_mode = render_mode
         self.illegal_action = illegal_action

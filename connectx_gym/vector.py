@@ -13,6 +13,7 @@ from gymnasium.vector.utils import batch_space
 from connectx_gym import _vector_kernels
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.env import check_env_options
 from connectx_gym.policy import Policy, RandomPolicy
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
@@ -85,13 +86,7 @@ class ConnectXVectorEnv(VectorEnv):
             or num_envs < 1
         ):
             raise ValueError(f"num_envs must be an integer >= 1, got {num_envs!r}")
-        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
-            raise ValueError(
-                f"render_mode must be one of {self.metadata['render_modes']} or None, "
-                f"got {render_mode!r}"
-            )
-        if illegal_action not in ("lose", "raise"):
-            raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
+        check_env_options(render_mode, illegal_action, self.metadata["render_modes"])
         self.num_envs = n = int(num_envs)
         self.geometry = g = Geometry(rows, columns, inarow)
         self.render_mode, self.illegal_action, self.copy = render_mode, illegal_action, copy
