@@ -1,12 +1,13 @@
 """Training throughput of ``connectx train`` settings, and the opponent's share of the wall time.
 
 Runs MaskablePPO for a fixed number of steps against one opponent with each vectorised-env setting
-(the default settings first: today's default ``--vec-env``, then ``batched``, each with one and two
-torch threads) and prints a markdown table: median steps per second over ``--repeat`` runs (the
-settings take turns, so a busy machine slows all of them alike), its ratio to the default, the
-seconds spent inside the opponent and their share of the wall time. Usage::
+(the default settings first: on the old path, ``--vec-env dummy``, then on the default ``batched``,
+each with one and two torch threads) and prints a markdown table: median steps per second over
+``--repeat`` runs (the settings take turns, so a busy machine slows all of them alike), its ratio
+to the old path, the seconds spent inside the opponent and their share of the wall time. Usage::
 
-    python benchmarks/train_speed.py [--quick | --smoke] [--repeat 3] [--opponent minimax:depth=3]
+    python benchmarks/train_speed.py [--quick | --smoke] [--repeat 3] [--settings 4]
+        [--opponent minimax:depth=3]
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from train.config import TrainConfig
 from train.model import new_model
 from train.opponents import collect_timing, make_vec_env
 
-SETTINGS = [
-    {},  # the defaults
-    {"vec_env": "batched"},
-    {"torch_threads": 2},
+SETTINGS = [  # the first is the reference of the "vs dummy" column
+    {"vec_env": "dummy"},  # the default settings on the old path (the default before batched)
+    {"vec_env": "batched"},  # the default settings
+    {"vec_env": "dummy", "torch_threads": 2},
     {"vec_env": "batched", "torch_threads": 2},
     {"vec_env": "batched", "n_envs": 128, "n_steps": 16},
     {"vec_env": "dummy", "n_envs": 8, "n_steps": 256},
@@ -65,16 +66,19 @@ def main() -> None:
         "--smoke", action="store_true", help="a few seconds: tiny network, default and batched only"
     )
     parser.add_argument("--repeat", type=int, default=1, help="runs per setting (median)")
+    parser.add_argument(
+        "--settings", type=int, default=len(SETTINGS), help="only the first N settings"
+    )
     parser.add_argument("--opponent", default="minimax:depth=3")
     args = parser.parse_args()
     rollouts = 1 if args.smoke else 2 if args.quick else 6
     base = TrainConfig()
-    settings = SETTINGS
+    settings = SETTINGS[: args.settings]
     if args.smoke:
         base = dataclasses.replace(
             base, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
         )
-        settings = SETTINGS[:2]
+        settings = settings[:2]
     configs = [dataclasses.replace(base, **setting) for setting in settings]
     results: list[list[dict[str, float]]] = [[] for _ in configs]
     for _ in range(args.repeat):  # settings take turns, so machine load hits them alike
@@ -85,7 +89,7 @@ def main() -> None:
         f"median of {args.repeat} run(s) of {rollouts} rollout(s)\n"
     )
     print(
-        "| vec env | n_envs | n_steps | torch threads | steps/s | vs default "
+        "| vec env | n_envs | n_steps | torch threads | steps/s | vs dummy "
         "| opponent s | opponent share of wall |"
     )
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

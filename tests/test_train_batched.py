@@ -1,5 +1,5 @@
-"""``--vec-env batched``: the trainer's opponent slots on one batched env, a CLI run with resume,
-and ``--seed`` giving identical weights."""
+"""``--vec-env batched`` (the default): the trainer's opponent slots on one batched env, a CLI run
+with resume, and ``--seed`` giving identical weights on the batched and the old path."""
 
 from __future__ import annotations
 
@@ -96,15 +96,16 @@ def test_queue_opponents_shares_each_snapshot(tmp_path: Path) -> None:
     env.close()
 
 
-def test_same_seed_gives_identical_weights_batched(tmp_path: Path) -> None:
-    first = train(tiny(tmp_path / "a", vec_env="batched"), log=quiet)
-    second = train(tiny(tmp_path / "b", vec_env="batched"), log=quiet)
+@pytest.mark.parametrize("vec_env", ["batched", "dummy"])
+def test_same_seed_gives_identical_weights(tmp_path: Path, vec_env: str) -> None:
+    first = train(tiny(tmp_path / "a", vec_env=vec_env), log=quiet)
+    second = train(tiny(tmp_path / "b", vec_env=vec_env), log=quiet)
     assert arrays(tmp_path / "a" / "final.npz") == arrays(tmp_path / "b" / "final.npz")
     assert outcomes(first) == outcomes(second)
     assert first["curriculum"] == second["curriculum"]
     assert first["evaluations"] == second["evaluations"]
     assert "self" in first["timing"]["opponents"]  # self-play snapshots played
-    other = train(tiny(tmp_path / "c", vec_env="batched", seed=6), log=quiet)
+    other = train(tiny(tmp_path / "c", vec_env=vec_env, seed=6), log=quiet)
     assert arrays(tmp_path / "c" / "final.npz") != arrays(tmp_path / "a" / "final.npz")
     assert other["timesteps"] == first["timesteps"]
 

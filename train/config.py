@@ -63,7 +63,7 @@ class TrainConfig:
     # vectorised envs
     n_envs: int = _field(32, "parallel environments")
     vec_env: str = _field(
-        "dummy",
+        "batched",
         "'dummy' (one process), 'subproc' (one process per env), 'auto' "
         "(subproc, falling back to dummy when processes cannot start) or 'batched' "
         "(every board in one numba-batched env, opponents answering all their boards at once)",
