@@ -10,6 +10,8 @@ One concern per module:
 - ``state``: ``RunState``, the run's progress, exactly what ``state.json`` stores (no torch);
 - ``curriculum``: the opponent stages and when to move on (no SB3);
 - ``opponents``: the vectorised envs, their opponent slots and timings;
+- ``batched``: the same slots on one batched env (``--vec-env batched``); ``vec_env``: the
+  batched env as an SB3 ``VecEnv``;
 - ``model``: building, saving and loading the MaskablePPO model; weights; panel evaluation;
 - ``callbacks``: one SB3 callback per job (curriculum, self-play pool, panel, checkpoints,
   time limit), sharing one ``RunState``;

@@ -30,6 +30,10 @@ from typing import Any
 __all__ = ["TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
 
+#: the choices of ``--vec-env``
+VEC_ENVS = ("dummy", "subproc", "auto", "batched")
+
+
 def _field(default: Any, help: str, **kwargs: Any) -> Any:
     if isinstance(default, (list, tuple, dict)):
         return field(default_factory=lambda: default, metadata={"help": help, **kwargs})
@@ -59,10 +63,11 @@ class TrainConfig:
     # vectorised envs
     n_envs: int = _field(32, "parallel environments")
     vec_env: str = _field(
-        "dummy",
-        "'dummy' (one process), 'subproc' (one process per env) or 'auto' "
-        "(subproc, falling back to dummy when processes cannot start)",
-        choices=("dummy", "subproc", "auto"),
+        "batched",
+        "'dummy' (one process), 'subproc' (one process per env), 'auto' "
+        "(subproc, falling back to dummy when processes cannot start) or 'batched' "
+        "(every board in one numba-batched env, opponents answering all their boards at once)",
+        choices=VEC_ENVS,
     )
     torch_threads: int = _field(1, "torch CPU threads (0: torch's default)")
     # PPO
@@ -154,8 +159,8 @@ class TrainConfig:
             raise ValueError("review_weight and selfplay_weight must be >= 0")
         if self.review_weight + self.selfplay_weight >= 1:
             raise ValueError("review_weight + selfplay_weight must be < 1")
-        if self.vec_env not in ("dummy", "subproc", "auto"):
-            raise ValueError(f"vec_env must be dummy, subproc or auto, got {self.vec_env!r}")
+        if self.vec_env not in VEC_ENVS:
+            raise ValueError(f"vec_env must be one of {', '.join(VEC_ENVS)}, got {self.vec_env!r}")
         if not self.opponent and not self.curriculum:
             raise ValueError("give at least one --opponent or curriculum stage")
         if not self.panel:

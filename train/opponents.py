@@ -5,7 +5,8 @@ of the env's next episode (a spec such as ``"onestep~0.25"`` or a policy), the s
 :func:`connectx_gym.registry.make_policy` at the next reset, labels finished episodes with
 ``info["opponent"]`` and times the opponent's moves. :func:`queue_opponents` is the one call a
 callback makes to hand out a rollout's opponents; a batched vector env only needs to answer the
-same ``env_method("queue_opponent", ...)`` and ``env_method("timing")`` calls.
+same ``env_method("queue_opponent", ...)`` and ``env_method("timing")`` calls, as
+:class:`~train.batched.BatchedOpponentSlots` does (``--vec-env batched``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 from stable_baselines3.common.monitor import Monitor
-from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv
+from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
 from connectx_gym.bitboard import Board
 from connectx_gym.env import ConnectXEnv
@@ -114,7 +115,12 @@ def _env_factory(config: TrainConfig, index: int) -> Callable[[], gym.Env]:
 
 def make_vec_env(config: TrainConfig) -> VecEnv:
     """``config.n_envs`` envs in one process (``dummy``) or one each (``subproc``; ``auto`` falls
-    back to ``dummy`` when subprocesses cannot start)."""
+    back to ``dummy`` when subprocesses cannot start), or all boards in one batched env
+    (``batched``: :class:`~train.batched.BatchedOpponentSlots` in a ``VecMonitor``)."""
+    if config.vec_env == "batched":
+        from train.batched import BatchedOpponentSlots
+
+        return VecMonitor(BatchedOpponentSlots(config))
     factories = [_env_factory(config, i) for i in range(config.n_envs)]
     if config.vec_env == "dummy":
         return DummyVecEnv(factories)
@@ -144,12 +150,16 @@ def queue_opponents(
     labels = [label for label, _ in mixture]
     probabilities = np.array([p for _, p in mixture])
     probabilities /= probabilities.sum()
+    loaded: dict[str, NumpyNetPolicy] = {}  # one policy per snapshot: a batched env asks it once
     for index in range(env.num_envs):
         label = labels[rng.choice(len(labels), p=probabilities)]
         opponent: str | Policy = label
         if label == SELF_LABEL:
             snapshot = snapshots[rng.integers(len(snapshots))]
-            opponent = NumpyNetPolicy(load_weights(snapshot), deterministic=False, name="self")
+            if snapshot not in loaded:
+                weights = load_weights(snapshot)
+                loaded[snapshot] = NumpyNetPolicy(weights, deterministic=False, name="self")
+            opponent = loaded[snapshot]
         env.env_method("queue_opponent", label, opponent, indices=[index])
 
 

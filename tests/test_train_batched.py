@@ -1,0 +1,133 @@
+"""``--vec-env batched`` (the default): the trainer's opponent slots on one batched env, a CLI run
+with resume, and ``--seed`` giving identical weights on the batched and the old path."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+from stable_baselines3.common.vec_env import VecMonitor
+from test_files import random_weights
+from test_train_resume import arrays, outcomes, quiet, tiny
+from test_train_smoke import SMALL
+
+from connectx_gym import Geometry
+from connectx_gym.files import NumpyNetPolicy, save_weights
+from train.batched import BatchedOpponentSlots, TimedBatchPolicy
+from train.config import TrainConfig
+from train.opponents import collect_timing, make_vec_env, queue_opponents
+from train.trainer import train
+
+
+def slots(n_envs: int = 6, seed: int = 0) -> BatchedOpponentSlots:
+    return BatchedOpponentSlots(TrainConfig(n_envs=n_envs, seed=seed))
+
+
+def play(env: BatchedOpponentSlots, steps: int, seed: int = 0) -> list[tuple[int, str]]:
+    """``steps`` random legal moves on every board; the ``(board, label)`` of finished games."""
+    rng = np.random.default_rng(seed)
+    finished = []
+    for _ in range(steps):
+        masks = env.action_masks()
+        actions = np.array([rng.choice(np.flatnonzero(m)) for m in masks])
+        _, _, dones, infos = env.step(actions)
+        for board in np.flatnonzero(dones):
+            finished.append((int(board), infos[board]["opponent"]))
+    return finished
+
+
+def test_make_vec_env_batched_is_a_monitored_batch() -> None:
+    env = make_vec_env(TrainConfig(n_envs=3, vec_env="batched"))
+    assert isinstance(env, VecMonitor)
+    assert isinstance(env.unwrapped, BatchedOpponentSlots)
+    assert env.num_envs == 3
+    env.reset()
+    assert np.stack(env.env_method("action_masks")).shape == (3, 7)
+    env.close()
+
+
+def test_bad_vec_env_is_refused() -> None:
+    with pytest.raises(ValueError, match="batched"):
+        TrainConfig(vec_env="threads").validate()
+
+
+def test_queued_labels_mark_the_next_games_only() -> None:
+    env = slots()
+    env.reset()
+    play(env, 3)  # games under way against random
+    env.env_method("queue_opponent", "onestep", "onestep", indices=[1, 4])
+    env.env_method("queue_opponent", "mix", "onestep~0.5", indices=[2])
+    finished = play(env, 120)
+    for board in range(env.num_envs):
+        labels = [label for b, label in finished if b == board]
+        expected = {1: "onestep", 4: "onestep", 2: "mix"}.get(board, "random")
+        assert labels[0] == "random"  # the game in progress ends against its opponent
+        assert set(labels[1:]) == {expected}, board
+    assert env.env._policy_of[1] == env.env._policy_of[4]  # one policy, one batch call
+    timing = collect_timing(env)
+    assert set(timing["opponents"]) == {"onestep", "mix"}
+    assert all(seconds > 0 and moves > 0 for seconds, moves in timing["opponents"].values())
+    assert timing["env_seconds"] > timing["opponents"]["onestep"][0]
+    env.close()
+
+
+def test_queue_opponents_shares_each_snapshot(tmp_path: Path) -> None:
+    snapshot = str(save_weights(random_weights(Geometry()), tmp_path / "snapshot.npz"))
+    env = slots(n_envs=8)
+    env.reset()
+    queue_opponents(env, [("self", 1.0)], [snapshot], np.random.default_rng(0))
+    play(env, 1)
+    timed = [p for p in env.env._policies if isinstance(p, TimedBatchPolicy)]
+    assert len(timed) == 1  # eight boards, one network, one forward pass per step
+    assert isinstance(timed[0].policy, NumpyNetPolicy)
+    finished = play(env, 80)
+    for board in range(env.num_envs):
+        labels = [label for b, label in finished if b == board]
+        assert labels[0] in ("random", "self")  # the first game began before the queue
+        assert set(labels[1:]) == {"self"}, board
+    assert collect_timing(env)["opponents"]["self"][1] > 0
+    env.close()
+
+
+@pytest.mark.parametrize("vec_env", ["batched", "dummy"])
+def test_same_seed_gives_identical_weights(tmp_path: Path, vec_env: str) -> None:
+    first = train(tiny(tmp_path / "a", vec_env=vec_env), log=quiet)
+    second = train(tiny(tmp_path / "b", vec_env=vec_env), log=quiet)
+    assert arrays(tmp_path / "a" / "final.npz") == arrays(tmp_path / "b" / "final.npz")
+    assert outcomes(first) == outcomes(second)
+    assert first["curriculum"] == second["curriculum"]
+    assert first["evaluations"] == second["evaluations"]
+    assert "self" in first["timing"]["opponents"]  # self-play snapshots played
+    other = train(tiny(tmp_path / "c", vec_env=vec_env, seed=6), log=quiet)
+    assert arrays(tmp_path / "c" / "final.npz") != arrays(tmp_path / "a" / "final.npz")
+    assert other["timesteps"] == first["timesteps"]
+
+
+def connectx(*argv: str) -> subprocess.CompletedProcess:
+    code = "import sys; from connectx_gym.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.run(
+        [sys.executable, "-c", code, *argv], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_cli_run_and_resume_batched(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    done = connectx(
+        "train", "--vec-env", "batched", "--timesteps", "512", "--out", str(out), *SMALL
+    )
+    assert done.returncode == 0, done.stderr
+    for name in ("final.npz", "final.zip", "report.md", "report.json", "checkpoint.zip"):
+        assert (out / name).is_file(), name
+    report = json.loads((out / "report.json").read_text())
+    assert report["timesteps"] >= 512
+    assert json.loads((out / "config.json").read_text())["vec_env"] == "batched"
+    again = connectx("train", "--resume", "--timesteps", "1024", "--out", str(out))
+    assert again.returncode == 0, again.stderr
+    assert json.loads((out / "report.json").read_text())["timesteps"] >= 1024
