@@ -56,6 +56,23 @@ class _GameWorker:
             return f"{type(error).__name__}: {error}"
 
 
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """Fail fast on a ``host:port`` nobody listens on (Ray itself retries for minutes)."""
+    import socket
+
+    if address == "auto":
+        return
+    host, _, port = address.removeprefix("ray://").rpartition(":")
+    if not host or not port.isdigit():
+        raise ValueError(
+            f"expected a Ray address HOST:PORT, ray://HOST:PORT or auto, got {address!r}"
+        )
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as error:
+        raise ConnectionError(f"no Ray cluster at {address}: {error}") from None
+
+
 class RayExecutor:
     """Distributes games over ``workers`` Ray actors (default: the cluster's CPUs).
 
@@ -78,6 +95,7 @@ class RayExecutor:
                         log_to_driver=False,
                     )
                 else:
+                    _check_reachable(address)
                     ray.init(address=address, log_to_driver=False)
             except Exception as error:
                 raise ConnectionError(
