@@ -87,6 +87,8 @@ class RayExecutor:
         ray = import_ray()
         self._started = False
         if not ray.is_initialized():
+            if address is not None:
+                _check_reachable(address)
             try:
                 if address is None:
                     ray.init(
@@ -95,7 +97,6 @@ class RayExecutor:
                         log_to_driver=False,
                     )
                 else:
-                    _check_reachable(address)
                     ray.init(address=address, log_to_driver=False)
             except Exception as error:
                 raise ConnectionError(
