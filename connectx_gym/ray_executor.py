@@ -86,9 +86,9 @@ class RayExecutor:
     ) -> None:
         ray = import_ray()
         self._started = False
+        if address is not None:
+            _check_reachable(address)
         if not ray.is_initialized():
-            if address is not None:
-                _check_reachable(address)
             try:
                 if address is None:
                     ray.init(
