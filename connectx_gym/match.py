@@ -32,11 +32,11 @@ from __future__ import annotations
 import json
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 import numpy as np
 
@@ -46,10 +46,13 @@ from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
 from connectx_gym.registry import make_policy
 
 __all__ = [
+    "GameExecutor",
+    "GameJob",
     "GameRecord",
     "MatchResult",
     "game_to_json",
     "play_game",
+    "play_indexed_game",
     "play_match",
     "read_games",
     "wilson_interval",
@@ -195,6 +198,47 @@ def play_game(
         moves.append(column)
 
 
+@dataclass(frozen=True)
+class GameJob:
+    """Game ``index`` of a match: its opening and its own child of the match's SeedSequence."""
+
+    index: int
+    opening: tuple[int, ...]
+    seed: np.random.SeedSequence
+
+
+#: One played game: its record, A's and B's thinking seconds, A's and B's move counts.
+GameOutcome = tuple["GameRecord", list[float], list[int]]
+
+
+class GameExecutor(Protocol):
+    """Plays a match's games somewhere (e.g. on Ray) and yields their outcomes in job order."""
+
+    def map_games(
+        self, player_a: PolicyLike, player_b: PolicyLike, geometry: Geometry, jobs: list[GameJob]
+    ) -> Iterator[GameOutcome]: ...
+
+
+def play_indexed_game(a: Policy, b: Policy, geometry: Geometry, job: GameJob) -> GameOutcome:
+    """Play game ``job.index`` of a match between A and B: the one implementation that the local
+    loop and remote workers share. A has mark 1 in even games; clocks and move counts are A's, B's.
+    """
+    a_first = job.index % 2 == 0
+    seats = [a, b] if a_first else [b, a]
+    game_clock, game_moves = [0.0, 0.0], [0, 0]
+    rng = np.random.default_rng(job.seed)
+    moves, winner, illegal, answer = play_game(
+        seats, geometry, rng, job.opening, game_clock, game_moves
+    )
+    a_seat = 0 if a_first else 1
+    winner_player = 0 if winner == 0 else (1 if (winner == 1) == a_first else 2)
+    illegal_player = None if illegal is None else (1 if (illegal == 1) == a_first else 2)
+    record = GameRecord(moves, a_seat, winner_player, illegal_player, answer, len(job.opening))
+    clock = [game_clock[a_seat], game_clock[1 - a_seat]]
+    counts = [game_moves[a_seat], game_moves[1 - a_seat]]
+    return record, clock, counts
+
+
 def play_match(
     player_a: PolicyLike,
     player_b: PolicyLike,
@@ -206,6 +250,7 @@ def play_match(
     openings: Openings = None,
     progress: Callable[[int, int], None] | None = None,
     save_games: str | Path | IO[str] | None = None,
+    executor: GameExecutor | None = None,
 ) -> MatchResult:
     """Play ``games`` games between A and B, A taking mark 1 in even games and mark 2 in odd ones.
 
@@ -214,7 +259,10 @@ def play_match(
     the same opening from both seats. ``games=None`` plays each opening from both seats once (98
     games on 6x7), or 100 games with ``openings="none"``. ``save_games`` (a path, or an open text
     file) receives one JSON line per game (format in the module docstring). ``progress(done,
-    games)`` is called after every game. See the module docstring for the protocol.
+    games)`` is called after every game. ``executor`` (e.g. ``connectx_gym.ray_executor.
+    RayExecutor()``) plays the games elsewhere; the result is the same as the local run's, since
+    every game is :func:`play_indexed_game` of its own :class:`GameJob`. See the module docstring
+    for the protocol.
     """
     geometry = Geometry(rows, columns, inarow)
     opening_list = resolve_openings(openings, geometry)
@@ -230,42 +278,36 @@ def play_match(
         order_seed = np.random.SeedSequence(sequence.entropy, spawn_key=(_ORDER_KEY,))
         permutation = np.random.default_rng(order_seed).permutation(len(opening_list))
         opening_list = [opening_list[i] for i in permutation]
-    generators = [np.random.default_rng(s) for s in sequence.spawn(games)]
+    jobs = [
+        GameJob(index, opening_list[(index // 2) % len(opening_list)], child)
+        for index, child in enumerate(sequence.spawn(games))
+    ]
     clock, move_counts = [0.0, 0.0], [0, 0]
+    if executor is None:
+        outcomes = (play_indexed_game(a, b, geometry, job) for job in jobs)
+    else:
+        outcomes = executor.map_games(player_a, player_b, geometry, jobs)
     with ExitStack() as stack:
         out = None
         if save_games is not None:
             out = save_games if hasattr(save_games, "write") else None
             if out is None:
                 out = stack.enter_context(open(save_games, "w", encoding="utf-8"))  # type: ignore[arg-type]
-        for index, rng in enumerate(generators):
-            a_first = index % 2 == 0
-            opening = opening_list[(index // 2) % len(opening_list)]
-            seats = [a, b] if a_first else [b, a]
-            game_clock, game_moves = [0.0, 0.0], [0, 0]
-            moves, winner, illegal, answer = play_game(
-                seats, geometry, rng, opening, game_clock, game_moves
-            )
-            a_seat = 0 if a_first else 1
-            clock[0] += game_clock[a_seat]
-            clock[1] += game_clock[1 - a_seat]
-            move_counts[0] += game_moves[a_seat]
-            move_counts[1] += game_moves[1 - a_seat]
-            winner_player = 0 if winner == 0 else (1 if (winner == 1) == a_first else 2)
-            illegal_player = None if illegal is None else (1 if (illegal == 1) == a_first else 2)
+        for index, (record, game_clock, game_moves) in enumerate(outcomes):
+            clock[0] += game_clock[0]
+            clock[1] += game_clock[1]
+            move_counts[0] += game_moves[0]
+            move_counts[1] += game_moves[1]
             result.games += 1
-            result.wins += winner_player == 1
-            result.losses += winner_player == 2
-            result.draws += winner_player == 0
-            result.illegal_a += illegal_player == 1
-            result.illegal_b += illegal_player == 2
-            record = GameRecord(
-                moves, 0 if a_first else 1, winner_player, illegal_player, answer, len(opening)
-            )
+            result.wins += record.winner == 1
+            result.losses += record.winner == 2
+            result.draws += record.winner == 0
+            result.illegal_a += record.illegal == 1
+            result.illegal_b += record.illegal == 2
             result.records.append(record)
             if out is not None:
                 labels = [result.player_a, result.player_b]
-                players = labels if a_first else labels[::-1]
+                players = labels if record.first == 0 else labels[::-1]
                 out.write(json.dumps(game_to_json(record, geometry, players, index, seed)) + "\n")
                 out.flush()
             if progress is not None:

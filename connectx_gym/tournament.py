@@ -23,7 +23,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from connectx_gym.match import MatchResult, PolicyLike, play_match
+from connectx_gym.match import GameExecutor, MatchResult, PolicyLike, play_match
 from connectx_gym.openings import Openings
 
 __all__ = ["TournamentResult", "bradley_terry_elo", "run_tournament", "short_label"]
@@ -212,12 +212,14 @@ def run_tournament(
     progress: Callable[[int, int, MatchResult], None] | None = None,
     openings: Openings = None,
     save_games: str | Path | IO[str] | None = None,
+    executor: GameExecutor | None = None,
 ) -> TournamentResult:
     """Every pair of ``players`` plays ``games`` games (seats alternating); Elo with 95% intervals.
 
     ``openings`` and ``games`` are as in :func:`connectx_gym.match.play_match` (default: every
     two-ply opening from both seats). ``save_games`` collects every game of every pairing in one
-    JSON-lines file. ``progress(done, total, match)`` is called after each pairing.
+    JSON-lines file. ``progress(done, total, match)`` is called after each pairing. ``executor``
+    plays the games elsewhere (see :func:`connectx_gym.match.play_match`).
     """
     if len(players) < 2:
         raise ValueError("a tournament needs at least two players")
@@ -240,7 +242,7 @@ def run_tournament(
             match_seed = int(seeds[index].generate_state(1)[0])
             match = play_match(
                 players[i], players[j], games, match_seed, rows, columns, inarow,
-                openings=openings, save_games=out,
+                openings=openings, save_games=out, executor=executor,
             )  # fmt: skip
             match.player_a, match.player_b = labels[i], labels[j]
             matches.append(match)

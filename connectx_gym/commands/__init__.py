@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import math
 from collections.abc import Callable
+from typing import Any
 
 __all__ = [
     "MAX_GAMES",
@@ -20,6 +21,7 @@ __all__ = [
     "add_seed",
     "bounded_int",
     "check_board",
+    "open_executor",
     "positive_float",
     "positive_int",
 ]
@@ -93,6 +95,26 @@ def add_match_protocol(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-games", default=None, metavar="FILE", help="write every game to a JSON-lines file"
     )
+    parser.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        default=None,
+        metavar="ADDRESS",
+        help="play the games on Ray (same results as a local run): a local instance sized to "
+        "the machine, or join the cluster at ADDRESS (needs the ray extra)",
+    )
+
+
+def open_executor(args: argparse.Namespace) -> Any:
+    """A context manager giving the games' executor: ``None`` (local) or a Ray executor."""
+    from contextlib import nullcontext
+
+    if getattr(args, "ray", None) is None:
+        return nullcontext(None)
+    from connectx_gym.ray_executor import RayExecutor
+
+    return RayExecutor(address=None if args.ray == "local" else args.ray)
 
 
 def add_seed(parser: argparse.ArgumentParser, default: int | None = 0, what: str = "") -> None:

@@ -10,6 +10,7 @@ from connectx_gym.commands import (
     add_match_protocol,
     add_seed,
     check_board,
+    open_executor,
     positive_int,
 )
 
@@ -35,10 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from connectx_gym.match import play_match
 
     check_board(args)
-    result = play_match(
-        args.player_a, args.player_b, args.games, args.seed, args.rows, args.columns, args.inarow,
-        openings=args.openings, save_games=args.save_games,
-    )  # fmt: skip
+    with open_executor(args) as executor:
+        result = play_match(
+            args.player_a, args.player_b, args.games, args.seed, args.rows, args.columns,
+            args.inarow, openings=args.openings, save_games=args.save_games, executor=executor,
+        )  # fmt: skip
     if args.json:
         print(json.dumps(result.to_dict()))
         return 0

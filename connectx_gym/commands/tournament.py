@@ -14,6 +14,7 @@ from connectx_gym.commands import (
     add_seed,
     bounded_int,
     check_board,
+    open_executor,
     positive_int,
 )
 
@@ -49,18 +50,20 @@ def run(args: argparse.Namespace) -> int:
         if not args.json:
             print(f"[{done}/{total}] {match.summary()}", file=sys.stderr)
 
-    result = run_tournament(
-        args.players,
-        args.games,
-        args.seed,
-        args.rows,
-        args.columns,
-        args.inarow,
-        bootstrap=args.bootstrap,
-        progress=progress,
-        openings=args.openings,
-        save_games=args.save_games,
-    )
+    with open_executor(args) as executor:
+        result = run_tournament(
+            args.players,
+            args.games,
+            args.seed,
+            args.rows,
+            args.columns,
+            args.inarow,
+            bootstrap=args.bootstrap,
+            progress=progress,
+            openings=args.openings,
+            save_games=args.save_games,
+            executor=executor,
+        )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     if args.png:
         try:

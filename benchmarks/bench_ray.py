@@ -1,0 +1,53 @@
+"""Games per second of ``play_match`` locally and on a local Ray instance with 1 and 2 workers.
+
+    python benchmarks/bench_ray.py [--games N] [--player-a SPEC] [--player-b SPEC] [--smoke]
+
+One run, one machine: the ratios are what matter (the machine is shared and noisy). Needs the
+``ray`` extra; without it the script says so and exits 0 under ``--smoke``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--games", type=int, default=40)
+    parser.add_argument("--player-a", default="minimax:depth=3")
+    parser.add_argument("--player-b", default="onestep")
+    parser.add_argument("--smoke", action="store_true", help="4 games, to check the script runs")
+    args = parser.parse_args()
+    games = 4 if args.smoke else args.games
+    try:
+        import ray  # noqa: F401
+    except ImportError:
+        print('bench_ray: Ray is not installed (pip install "ray>=2.9"); skipped')
+        return 0 if args.smoke else 1
+    from connectx_gym.match import play_match
+    from connectx_gym.ray_executor import RayExecutor
+
+    started = time.perf_counter()
+    local = play_match(args.player_a, args.player_b, games=games, seed=0)
+    rows = [("local loop", games / (time.perf_counter() - started))]
+    with RayExecutor(num_cpus=2) as executor:
+        for workers in (1, 2):
+            executor.workers = workers
+            started = time.perf_counter()
+            result = play_match(
+                args.player_a, args.player_b, games=games, seed=0, executor=executor
+            )
+            rows.append((f"ray, {workers} worker(s)", games / (time.perf_counter() - started)))
+            if result.records != local.records:
+                print("bench_ray: Ray records differ from the local run", file=sys.stderr)
+                return 1
+    print(f"{args.player_a} vs {args.player_b}, {games} games (same records in every row)")
+    for name, rate in rows:
+        print(f"  {name:<20} {rate:8.2f} games/s  x{rate / rows[0][1]:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
