@@ -21,6 +21,16 @@ __all__ = ["ConnectXEnv"]
 OpponentSpec = str | Policy | Callable[..., Any]
 
 
+def check_reset_options(options: Any) -> dict[str, Any]:
+    """``reset``'s ``options`` as a dict (``{}`` for ``None``); ``ValueError`` for keys other
+    than ``opponent`` and ``agent_mark`` (shared by ``ConnectX-v0`` and the batched env)."""
+    options = options or {}
+    unknown = set(options) - {"opponent", "agent_mark"}
+    if unknown:
+        raise ValueError(f"unknown reset options {sorted(unknown)}; known: opponent, agent_mark")
+    return options
+
+
 def check_env_options(
     render_mode: str | None, illegal_action: str, render_modes: Sequence[str]
 ) -> None:
@@ -191,12 +201,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start a new game; ``options`` may set ``"opponent"`` and ``"agent_mark"``."""
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"opponent", "agent_mark"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset options {sorted(unknown)}; known: opponent, agent_mark"
-            )
+        options = check_reset_options(options)
         if "opponent" in options:
             self.set_opponent(options["opponent"])
         if self._next_opponent is not None:

@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 from connectx_gym import _vector_kernels
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.env import check_env_options
+from connectx_gym.env import check_env_options, check_reset_options
 from connectx_gym.policy import Policy, RandomPolicy
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
@@ -249,12 +249,7 @@ class ConnectXVectorEnv(VectorEnv):
         if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))):
             raise TypeError(f"seed must be an integer or None, got {seed!r}")
         super().reset(seed=seed)
-        options = options or {}
-        unknown = set(options) - {"opponent", "agent_mark"}
-        if unknown:
-            raise ValueError(
-                f"unknown reset options {sorted(unknown)}; known: opponent, agent_mark"
-            )
+        options = check_reset_options(options)
         if "agent_mark" in options:
             self._mark_setting = self._marks_of(options["agent_mark"])
         if "opponent" in options:
