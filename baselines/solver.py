@@ -185,6 +185,27 @@ class Solver:
             )
         return scores
 
+    def move_values(self, board: Board, *, node_limit: int | None = None) -> np.ndarray:
+        """The game value of each column for the player to move: +1 win, 0 draw, -1 loss (float,
+        NaN for full columns).
+
+        A *weak* solve: each child is searched with the null window around a draw, which is much
+        cheaper than :meth:`move_scores` and enough to tell value-losing moves. ``node_limit``
+        applies to the whole request (:class:`SearchLimitError` when exceeded).
+        """
+        self._check(board)
+        limits = self._limits(node_limit, None)
+        g = board.geometry
+        values = np.full(g.columns, np.nan)
+        for column in board.legal_moves():
+            if board.is_winning_move(column):
+                values[column] = 1.0
+                continue
+            child = board.play(column)
+            score = -self._search(child.current, child.mask, child.moves, -1, 1, limits)
+            values[column] = float(np.sign(score))
+        return values
+
     def best_moves(
         self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
     ) -> tuple[int, list[int]]:

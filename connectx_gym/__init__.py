@@ -58,6 +58,7 @@ register_policy("kaggle:random", "baselines.kaggle_agents:KaggleBuiltinPolicy", 
 register_policy("kaggle:negamax", "baselines.kaggle_agents:KaggleBuiltinPolicy", agent="negamax")
 register_policy("solver", "baselines.solver:SolverPolicy")
 register_policy("file", "connectx_gym.files:load_policy_file")
+register_policy("ppo", "connectx_gym.files:load_ppo")
 
 # The env enforces reset-before-step itself, so Gymnasium's OrderEnforcing layer is left out.
 # ``gymnasium.make_vec("ConnectX-v0", num_envs=N)`` builds the batched env (connectx_gym.vector).

@@ -7,6 +7,9 @@ spec does (``ConnectX-v0``'s opponent, ``play_match``, the ``connectx`` CLI)::
     make_policy("runs/ppo/final.zip")          # SB3 model: needs torch, unpickles (runs code)
     make_policy("submission/main.py")          # Kaggle agent file: runs the file's code
 
+The package ships trained weights too (:data:`SHIPPED_WEIGHTS`): ``make_policy("ppo")`` is the
+agent of ``connectx train --preset strong`` (see ``connectx_gym/data/README.md``).
+
 :data:`FILE_LOADERS` is the one place that decides which loader a file suffix gets, by lazy
 ``"module:attr"`` entry points (the ``.zip`` loader lives in the ``train`` package and is imported
 only when a ``.zip`` is loaded). A loader returns a :class:`~connectx_gym.weights.WeightsFile` or a
@@ -179,6 +182,29 @@ def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
     if not functions:
         raise ValueError(f"agent file {path} defines no function")
     return functions[-1]
+
+
+#: Weights shipped with the package, by policy name (6x7, four in a row).
+SHIPPED_WEIGHTS: dict[str, Path] = {"ppo": Path(__file__).parent / "data" / "ppo.npz"}
+
+
+def shipped_weights(name: str) -> Path:
+    """The path of the shipped weights ``name`` (a key of :data:`SHIPPED_WEIGHTS`)."""
+    if name not in SHIPPED_WEIGHTS:
+        shipped = ", ".join(SHIPPED_WEIGHTS)
+        raise ValueError(f"no shipped weights named {name!r}; shipped: {shipped}")
+    path = SHIPPED_WEIGHTS[name]
+    if not path.is_file():
+        raise FileNotFoundError(f"the shipped weights {path} are missing from this installation")
+    return path
+
+
+def load_ppo(deterministic: bool = True) -> Policy:
+    """The ``"ppo"`` policy: the shipped network of ``connectx train --preset strong`` (6x7,
+    numpy only, no search; ``deterministic=False`` samples from its softmax)."""
+    policy = load_policy_file(str(shipped_weights("ppo")), deterministic=deterministic)
+    policy.name = "ppo"
+    return policy
 
 
 def load_policy_file(path: str, deterministic: bool = True) -> Policy:

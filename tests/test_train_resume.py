@@ -46,6 +46,7 @@ def tiny(out: Path, **changes: object) -> TrainConfig:
         eval_games=2,
         final_games=2,
         checkpoint_every=128,
+        teacher_positions=0,
     )
     return dataclasses.replace(config, **changes)
 

@@ -56,6 +56,8 @@ SMALL = [
     "--no-progress-bar",
     "--seed",
     "3",
+    "--teacher-positions",
+    "0",
 ]
 
 

@@ -28,7 +28,7 @@ from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
 from train.config import TrainConfig
 from train.curriculum import Curriculum
-from train.model import evaluate_panel, model_weights
+from train.model import evaluate_panel, model_weights, perfect_play_rates
 from train.opponents import queue_opponents
 from train.state import RunState, SessionClock
 
@@ -122,7 +122,8 @@ class SelfPlayCallback(BaseCallback):
 
 class PanelEvalCallback(BaseCallback):
     """Every ``eval_every`` steps (never when 0), plays the panel deterministically and logs
-    ``eval/SPEC`` scores; results go to ``state.evaluations``."""
+    ``eval/SPEC`` scores and the mistake rate on the labelled positions' dev split
+    (``eval/mistake_rate_dev``); results go to ``state.evaluations``."""
 
     def __init__(self, state: RunState, config: TrainConfig, geometry: Geometry) -> None:
         super().__init__()
@@ -143,13 +144,16 @@ class PanelEvalCallback(BaseCallback):
         results = evaluate_panel(weights, self.config.panel, games, self.config.seed + 1)
         for spec, result in results.items():
             self.logger.record(f"eval/{spec}", result["score"])
-        self.state.evaluations.append(
-            {
-                "timestep": int(self.num_timesteps),
-                "games": games,
-                "scores": {spec: r["score"] for spec, r in results.items()},
-            }
-        )
+        entry = {
+            "timestep": int(self.num_timesteps),
+            "games": games,
+            "scores": {spec: r["score"] for spec, r in results.items()},
+        }
+        rates = perfect_play_rates(weights, "dev")
+        if rates is not None:
+            entry["mistake_rate"] = rates["overall"]["mistake_rate"]
+            self.logger.record("eval/mistake_rate_dev", entry["mistake_rate"])
+        self.state.evaluations.append(entry)
         self.state.eval_seconds += time.perf_counter() - started
 
 

@@ -15,6 +15,13 @@ otherwise the run walks through ``--curriculum`` stages, moving on when the rece
 against the current stage passes ``--advance-threshold``. From stage ``selfplay_from_stage`` on,
 a ``selfplay_weight`` share of the games is played against frozen snapshots of the agent itself,
 and a ``review_weight`` share against the earlier stages.
+
+Teacher
+-------
+Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
+policy to keep each position's game value (:mod:`train.teacher`); ``teacher_replay`` supervised
+minibatches after each rollout keep that knowledge while PPO learns. This is the run's only use
+of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-__all__ = ["TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
+__all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
 
 #: the choices of ``--vec-env``
@@ -103,6 +110,8 @@ class TrainConfig:
             "minimax:depth=2",
             "minimax:depth=3~0.25",
             "minimax:depth=3",
+            "minimax:depth=4~0.25",
+            "minimax:depth=4",
         ),
         "curriculum stages, each an opponent mixture, easiest first",
     )
@@ -113,9 +122,23 @@ class TrainConfig:
     selfplay_from_stage: int = _field(1, "first curriculum stage (0-based) with self-play")
     snapshot_every: int = _field(50_000, "steps between snapshots added to the self-play pool")
     pool_size: int = _field(5, "most recent snapshots kept in the self-play pool")
+    # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
+    teacher_positions: int = _field(
+        20_000,
+        "positions labelled with their exact move values by the solver (baselines."
+        "teacher_labels) to teach the policy by supervised learning before PPO; 0: pure PPO, "
+        "no exact scores anywhere in the run",
+    )
+    teacher_epochs: int = _field(10, "supervised passes over the teacher positions before PPO")
+    teacher_replay: int = _field(
+        8,
+        "supervised minibatches of teacher positions after each rollout, so PPO keeps what "
+        "was taught (0: none)",
+    )
+    teacher_workers: int = _field(2, "processes labelling the teacher positions")
     # evaluation and saving
     panel: tuple[str, ...] = _field(
-        ("random", "onestep", "minimax:depth=1", "minimax:depth=2", "minimax:depth=3"),
+        ("random", "onestep", "minimax:depth=2", "minimax:depth=3", "minimax:depth=4"),
         "fixed evaluation panel (both seats, seats alternating)",
     )
     eval_every: int = _field(100_000, "steps between panel evaluations (0: only at the end)")
@@ -142,11 +165,21 @@ class TrainConfig:
             "eval_games",
             "final_games",
             "checkpoint_every",
+            "teacher_epochs",
+            "teacher_workers",
         )
         for name in positive:
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
-        for name in ("blocks", "eval_every", "torch_threads", "max_minutes", "selfplay_from_stage"):
+        for name in (
+            "blocks",
+            "eval_every",
+            "torch_threads",
+            "max_minutes",
+            "selfplay_from_stage",
+            "teacher_positions",
+            "teacher_replay",
+        ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
         for name in ("learning_rate", "final_learning_rate", "clip_range"):
@@ -207,7 +240,15 @@ def parse_mixture(text: str) -> list[tuple[str, float]]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add one ``--flag`` per :class:`TrainConfig` field to ``parser`` (defaults: None = unset)."""
+    """Add ``--preset`` and one ``--flag`` per :class:`TrainConfig` field to ``parser``
+    (defaults: None = unset)."""
+    parser.add_argument(
+        "--preset",
+        choices=sorted(PRESETS),
+        default=None,
+        help="start from a named bundle of settings (flags given beside it override it): "
+        + "; ".join(f"{name}: {text}" for name, (text, _) in sorted(PRESETS.items())),
+    )
     for f in fields(TrainConfig):
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata["help"]
@@ -243,11 +284,55 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
-    """A :class:`TrainConfig` from parsed flags: those given override ``base`` (or the defaults)."""
-    config = dataclasses.replace(base) if base is not None else TrainConfig()
+    """A :class:`TrainConfig` from parsed flags: those given override ``base`` (a resumed run's
+    saved settings), else the ``--preset``'s settings, else the defaults."""
+    preset = getattr(args, "preset", None)
+    if preset is not None and base is not None:
+        raise ValueError("--preset cannot be combined with --resume: a run keeps its settings")
+    if preset is not None:
+        config = preset_config(preset)
+    else:
+        config = dataclasses.replace(base) if base is not None else TrainConfig()
     for f in fields(TrainConfig):
         value = getattr(args, f.name, None)
         if value is not None:
             setattr(config, f.name, tuple(value) if isinstance(value, list) else value)
     config.validate()
     return config
+
+
+def preset_config(name: str) -> TrainConfig:
+    """The settings of preset ``name`` (see :data:`PRESETS`)."""
+    if name not in PRESETS:
+        raise ValueError(f"unknown preset {name!r}; presets: {', '.join(sorted(PRESETS))}")
+    return TrainConfig(**PRESETS[name][1])
+
+
+#: ``--preset`` names: (description, the settings that differ from the defaults).
+PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
+    "default": ("the defaults (the README's 30-minute run)", {}),
+    "strong": (
+        "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
+        "against minimax up to depth 4 and itself (under 2 hours on 2 cores; resumable)",
+        {
+            "out": "runs/strong",
+            "timesteps": 800_000,
+            "max_minutes": 115.0,
+            "torch_threads": 2,
+            "channels": 64,
+            "blocks": 2,
+            "teacher_positions": 80_000,
+            "teacher_epochs": 10,
+            "teacher_replay": 8,
+            "curriculum": (
+                "onestep",
+                "minimax:depth=2",
+                "minimax:depth=3~0.25",
+                "minimax:depth=3",
+                "minimax:depth=4~0.25",
+                "minimax:depth=4",
+            ),
+            "eval_every": 250_000,
+        },
+    ),
+}

@@ -14,7 +14,7 @@ import inspect
 from pathlib import Path
 
 from connectx_gym import weights as weights_module
-from connectx_gym.files import load_file
+from connectx_gym.files import SHIPPED_WEIGHTS, load_file, shipped_weights
 from connectx_gym.weights import WeightsFile, weights_bytes
 from train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
 
@@ -64,7 +64,10 @@ def kaggle_source(weights: WeightsFile) -> str:
 
 
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
-    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file or an SB3 ``.zip``)."""
+    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or the
+    name of shipped weights, such as ``"ppo"``)."""
+    if str(model) in SHIPPED_WEIGHTS:
+        model = shipped_weights(str(model))
     model = Path(model)
     if model.suffix.lower() not in (".npz", ".zip"):
         raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")

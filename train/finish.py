@@ -17,7 +17,7 @@ from sb3_contrib import MaskablePPO
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
 from train.config import TrainConfig
-from train.model import evaluate_panel, model_weights, save_model
+from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
 from train.report import write_report
 from train.state import RunState, SessionClock
 
@@ -55,6 +55,7 @@ def finish(
         panel = {
             "games": config.final_games,
             "results": results,
+            "perfect_play": perfect_play_rates(weights, "test"),
             "seconds": time.perf_counter() - started,
         }
         state.final_panel = panel
@@ -63,19 +64,23 @@ def finish(
     else:
         log("final panel already played: reusing it")
     wall = state.wall_seconds
-    training_seconds = max(wall - state.eval_seconds - panel["seconds"], 1e-9)
+    training_seconds = max(
+        wall - state.eval_seconds - panel["seconds"] - state.teacher_seconds, 1e-9
+    )
     report = {
         "config": config.to_json(),
         "timesteps": int(model.num_timesteps),
         "stopped_by_time_limit": state.stopped_by_time,
         "wall_seconds": wall,
         "training_seconds": training_seconds,
+        "teacher_seconds": state.teacher_seconds,
         "periodic_eval_seconds": state.eval_seconds,
         "final_eval_seconds": panel["seconds"],
         "steps_per_second": model.num_timesteps / training_seconds,
         "curriculum": state.curriculum_history,
         "final_stage": state.stage,
         "panel": panel["results"],
+        "perfect_play": panel.get("perfect_play"),
         "evaluations": state.evaluations,
         "train_curve": state.train_curve,
         "timing": timing_summary(

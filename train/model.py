@@ -25,6 +25,7 @@ __all__ = [
     "load_model",
     "model_weights",
     "new_model",
+    "perfect_play_rates",
     "save_model",
 ]
 
@@ -111,3 +112,18 @@ def evaluate_panel(
         match = play_match(agent, spec, games, seed, g.rows, g.columns, g.inarow)
         results[spec] = match.to_dict()
     return results
+
+
+def perfect_play_rates(weights: WeightsFile, split: str) -> dict[str, Any] | None:
+    """Mistake and perfect-move rates of the deterministic agent on the shipped labelled
+    positions of ``split`` (:mod:`baselines.perfect_play`; ``"dev"`` during the run, ``"test"``
+    in the final report), or None for a board size without a shipped set."""
+    from baselines.perfect_play import evaluate_policy, load_positions
+
+    positions = load_positions(split=split)
+    if positions.geometry != weights.geometry:
+        return None
+    agent = NumpyNetPolicy(weights, deterministic=True, name="agent")
+    result = evaluate_policy(agent, positions).to_dict()
+    result["split"] = split
+    return result

@@ -16,10 +16,11 @@ def markdown_report(report: dict[str, Any]) -> str:
     lines = [
         "# connectx train report",
         "",
-        f"- steps: {report['timesteps']:,} in {report['wall_seconds'] / 60:.1f} min wall "
-        f"({report['steps_per_second']:.0f} steps/s while training; periodic evaluation "
-        f"{report['periodic_eval_seconds']:.0f} s, "
-        f"final panel {report['final_eval_seconds']:.0f} s)",
+        f"- steps: {report['timesteps']:,} in {report['wall_seconds'] / 60:.1f} min wall: "
+        f"teacher (labelling and supervised passes) {report.get('teacher_seconds', 0):.0f} s, "
+        f"PPO {report['training_seconds']:.0f} s ({report['steps_per_second']:.0f} steps/s), "
+        f"periodic evaluation {report['periodic_eval_seconds']:.0f} s, "
+        f"final panel {report['final_eval_seconds']:.0f} s",
         f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; seed "
         f"{config['seed']}; {config['n_envs']} envs ({config['vec_env']})",
         f"- curriculum reached stage {report['final_stage']}: "
@@ -42,6 +43,21 @@ def markdown_report(report: dict[str, Any]) -> str:
             f"| {spec} | {r['wins']} | {r['draws']} | {r['losses']} | {r['score']:.3f} "
             f"| {low:.3f}-{high:.3f} | {r['illegal_a']} |"
         )
+    rates = report.get("perfect_play")
+    if rates:
+        lines += [
+            "",
+            f"## Against perfect play (shipped labelled positions, {rates['split']} split)",
+            "",
+            "| phase | positions | mistakes | 95% CI | perfect moves |",
+            "|---|---:|---:|---|---:|",
+        ]
+        for name, r in [*rates["phases"].items(), ("all", rates["overall"])]:
+            low, high = r["mistake_ci95"]
+            lines.append(
+                f"| {name} | {r['positions']} | {r['mistake_rate']:.1%} "
+                f"| {low:.1%}-{high:.1%} | {r['perfect_rate']:.1%} |"
+            )
     timing = report["timing"]
     lines += [
         "",

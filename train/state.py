@@ -48,6 +48,8 @@ class RunState:
     #: wall seconds of the run over all sessions, and those spent in periodic evaluations
     wall_seconds: float = 0.0
     eval_seconds: float = 0.0
+    #: wall seconds spent labelling the teacher positions and learning them before PPO
+    teacher_seconds: float = 0.0
     #: whether the last session stopped at ``--max-minutes``
     stopped_by_time: bool = False
     #: the final panel once played (``{"games", "results", "seconds"}``): a resumed finish
@@ -68,7 +70,7 @@ class RunState:
         missing or malformed field."""
         if not isinstance(data, dict):
             raise ValueError(f"{source}: expected a JSON object, got {type(data).__name__}")
-        data = _from_first_layout(data)
+        data = {"teacher_seconds": 0.0, **_from_first_layout(data)}  # older runs had no teacher
         names = [f.name for f in dataclasses.fields(cls)]
         missing = [name for name in names if name not in data]
         if missing:
@@ -78,7 +80,7 @@ class RunState:
             raise ValueError(f"{source}: unknown fields {', '.join(unknown)}")
         for name in ("timesteps", "stage", "next_snapshot", "next_eval", "next_checkpoint"):
             _check(source, name, data[name], int, lambda v: v >= 0)
-        for name in ("wall_seconds", "eval_seconds"):
+        for name in ("wall_seconds", "eval_seconds", "teacher_seconds"):
             _check(source, name, data[name], (int, float), lambda v: math.isfinite(v) and v >= 0)
         _check(source, "stopped_by_time", data["stopped_by_time"], bool)
         _check(source, "recent", data["recent"], list, _all(lambda v: v in (0, 1)))

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,13 @@ from train.finish import finish
 from train.model import load_model, new_model, save_model
 from train.opponents import close_env, collect_timing, make_vec_env
 from train.state import RunState, SessionClock
+from train.teacher import (
+    PRETRAIN_LEARNING_RATE,
+    TEACHER_BATCH,
+    TeacherReplayCallback,
+    load_teacher,
+    pretrain_policy,
+)
 
 __all__ = ["RunInterruptedError", "prepare_out", "train"]
 
@@ -92,13 +100,15 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
     if config.torch_threads:
         torch.set_num_threads(config.torch_threads)
     set_random_seed(config.seed)
+    clock = SessionClock(state)  # labelling counts against --max-minutes too
+    teacher_started = time.perf_counter()
+    teacher = load_teacher(config, out, log) if config.teacher_positions else None
     env = make_vec_env(config)
     if config.resume:
         model = load_model(out / "checkpoint.zip", env, out)
         log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
     else:
         model = new_model(config, env, out)
-    clock = SessionClock(state)
 
     def save_checkpoint() -> None:
         state.timesteps = int(model.num_timesteps)
@@ -106,9 +116,28 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
         save_model(model, out / "checkpoint.zip")
         state.save(out / "state.json")
 
+    if teacher is not None and not config.resume:
+        log(f"teaching the policy {config.teacher_epochs} passes over {len(teacher)} positions")
+        pretrain_policy(
+            model.policy,
+            teacher,
+            epochs=config.teacher_epochs,
+            batch_size=TEACHER_BATCH,
+            learning_rate=PRETRAIN_LEARNING_RATE,
+            seed=config.seed,
+            log=log,
+        )
+    if teacher is not None:
+        state.teacher_seconds += time.perf_counter() - teacher_started
+        if not config.resume:
+            save_checkpoint()  # --resume goes on from the taught network
     remaining = config.timesteps - model.num_timesteps
     announce = None if config.progress_bar else log
     callbacks = run_callbacks(config, out, curriculum, state, clock, save_checkpoint, announce)
+    if teacher is not None and config.teacher_replay:
+        callbacks.callbacks.append(
+            TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
+        )
     try:
         with _stop_signals_interrupt():
             try:

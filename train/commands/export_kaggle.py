@@ -8,7 +8,10 @@ __all__ = ["add_arguments", "run"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("model", help="weights-only .npz or SB3 .zip (needs the train extra)")
+    parser.add_argument(
+        "model",
+        help="weights-only .npz, SB3 .zip (needs the train extra) or 'ppo' (the shipped agent)",
+    )
     parser.add_argument("-o", "--output", default="main.py", help="output file (main.py)")
 
 

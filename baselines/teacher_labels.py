@@ -1,0 +1,275 @@
+"""Positions labelled by the exact solver, for teaching a network (``connectx train --teacher``).
+
+A *teacher set* is many positions that real games reach, each with the game value of every legal
+move for the player to move (+1 win, 0 draw, -1 loss, by :meth:`baselines.solver.Solver.
+move_values`). A network that learns to put its probability on the value-keeping moves learns
+what the mistake rate of :mod:`baselines.perfect_play` measures.
+
+How positions are made (deterministic for a seed, whatever the number of worker processes):
+
+1. The set is cut into chunks of :data:`CHUNK` positions, each with its own seed spawned from
+   the run's seed. A chunk plays games between policies of mixed strength (:data:`PLAYERS`,
+   both seats drawn with replacement) and keeps each position of at least ``min_ply`` stones
+   with probability ``keep``.
+2. Positions are deduplicated up to the horizontal mirror, and any position of ``exclude`` (the
+   evaluation set of :mod:`baselines.perfect_play`, both splits, by default) is left out, so
+   training never sees a position it is measured on.
+3. Each is labelled under a node cap; a position not proven within it is skipped (the hardest
+   early positions are under-represented, and positions under ``min_ply`` stones are absent:
+   their values cost seconds each).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.make_positions import canonical_key
+from baselines.perfect_play import load_positions
+from baselines.solver import SearchLimitError, Solver
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.registry import make_policy
+
+__all__ = ["CHUNK", "PLAYERS", "TeacherSet", "evaluation_keys", "make_teacher_set"]
+
+#: positions per chunk (one seed and one worker task each)
+CHUNK = 250
+#: the players of the games positions are taken from (noisy ones reach more varied positions)
+PLAYERS: tuple[str, ...] = (
+    "onestep~0.3",
+    "minimax:depth=1~0.2",
+    "minimax:depth=2~0.2",
+    "minimax:depth=2",
+    "minimax:depth=3~0.2",
+    "minimax:depth=3",
+    "minimax:depth=4~0.1",
+    "minimax:depth=4",
+)
+#: value stored for a full column
+ILLEGAL = -128
+
+
+@dataclass(frozen=True)
+class TeacherSet:
+    """Labelled positions: ``moves`` int8 ``[n, cells]`` (0-based columns, -1 padded) and
+    ``values`` int8 ``[n, columns]`` (+1/0/-1 for the mover, :data:`ILLEGAL` for full columns)."""
+
+    geometry: Geometry
+    moves: np.ndarray
+    values: np.ndarray
+    meta: dict[str, Any]
+
+    def __len__(self) -> int:
+        return len(self.moves)
+
+    def boards(self) -> list[Board]:
+        """The positions as boards."""
+        return [Board.from_moves(self.geometry, row[row >= 0]) for row in self.moves]
+
+    def save(self, path: Path) -> None:
+        """Write the set as ``.npz`` (atomically: a temporary file, then a rename)."""
+        temporary = path.with_name(path.name + ".tmp.npz")
+        np.savez_compressed(
+            temporary, moves=self.moves, values=self.values, meta=json.dumps(self.meta)
+        )
+        temporary.replace(path)
+
+    @classmethod
+    def load(cls, path: Path) -> TeacherSet:
+        """Read a set written by :meth:`save` (no pickle)."""
+        with np.load(path, allow_pickle=False) as data:
+            meta = json.loads(str(data["meta"]))
+            geometry = Geometry(*meta["geometry"])
+            return cls(geometry, data["moves"].copy(), data["values"].copy(), meta)
+
+
+def evaluation_keys(geometry: Geometry) -> set[tuple[int, int]]:
+    """Mirror-canonical keys of every shipped evaluation position (both splits) on ``geometry``;
+    empty for a board size without a shipped set."""
+    try:
+        positions = load_positions(split="all")
+    except (FileNotFoundError, ValueError):
+        return set()
+    if positions.geometry != geometry:
+        return set()
+    return {canonical_key(geometry, moves) for moves in positions.moves}
+
+
+def _chunk(
+    geometry_key: tuple[int, int, int],
+    seed: int,
+    count: int,
+    min_ply: int,
+    keep: float,
+    node_limit: int,
+    exclude: frozenset[tuple[int, int]],
+) -> tuple[list[list[int]], list[np.ndarray], int, int]:
+    """``count`` labelled positions from games seeded by ``seed``:
+    (moves, values, games played, positions skipped)."""
+    geometry = Geometry(*geometry_key)
+    solver = Solver(geometry, table_bits=22)
+    rng = np.random.default_rng(seed)
+    policies = [make_policy(spec) for spec in PLAYERS]
+    seen: set[tuple[int, int]] = set(exclude)
+    moves_out: list[list[int]] = []
+    values_out: list[np.ndarray] = []
+    games = skipped = 0
+    while len(moves_out) < count:
+        games += 1
+        seats = [policies[i] for i in rng.integers(len(policies), size=2)]
+        for policy in seats:
+            policy.reset()
+        board, moves = Board.empty(*geometry_key), []
+        while not board.is_terminal():
+            column = int(seats[board.moves % 2].act(board, rng))
+            board = board.play(column)
+            moves.append(column)
+        plies = [p for p in range(min_ply, len(moves)) if rng.random() < keep]
+        # From the end backwards: later positions fill the table that earlier ones reuse.
+        for ply in reversed(plies):
+            key = canonical_key(geometry, moves[:ply])
+            if key in seen:
+                continue
+            seen.add(key)
+            try:
+                values = solver.move_values(
+                    Board.from_moves(geometry, moves[:ply]), node_limit=node_limit
+                )
+            except SearchLimitError:
+                skipped += 1
+                continue
+            moves_out.append(moves[:ply])
+            values_out.append(np.where(np.isnan(values), ILLEGAL, values).astype(np.int8))
+            if len(moves_out) == count:
+                break
+    return moves_out, values_out, games, skipped
+
+
+def make_teacher_set(
+    geometry: Geometry,
+    count: int,
+    seed: int,
+    *,
+    min_ply: int = 8,
+    keep: float = 0.35,
+    node_limit: int = 1_000_000,
+    exclude: Iterable[tuple[int, int]] | None = None,
+    workers: int = 1,
+    cache: Path | None = None,
+    log: Callable[[str], None] | None = None,
+) -> TeacherSet:
+    """``count`` (or a few fewer, after deduplication across chunks) labelled positions.
+
+    ``exclude`` defaults to :func:`evaluation_keys`; ``workers`` processes label chunks in
+    parallel (the result does not depend on it). With a ``cache`` folder, each labelled chunk is
+    written there and read back by a later call with the same settings, so an interrupted run
+    loses at most the chunks in progress.
+    """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if not 0 < keep <= 1:
+        raise ValueError(f"keep must be in (0, 1], got {keep}")
+    if min_ply < 0 or min_ply >= geometry.cells:
+        raise ValueError(f"min_ply must be in [0, {geometry.cells}), got {min_ply}")
+    excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
+    sizes = [CHUNK] * (count // CHUNK) + ([count % CHUNK] if count % CHUNK else [])
+    seeds = np.random.SeedSequence(seed).generate_state(len(sizes)).tolist()
+    args = [
+        (geometry.key, s, n, min_ply, keep, node_limit, excluded)
+        for s, n in zip(seeds, sizes, strict=True)
+    ]
+    results: dict[int, Any] = {}
+    files = [_chunk_file(cache, index, item) for index, item in enumerate(args)]
+    for index, file in enumerate(files):
+        if file is not None and file.is_file():
+            results[index] = _read_chunk(file)
+    todo = [index for index in range(len(args)) if index not in results]
+
+    def done(index: int, result: Any) -> None:
+        results[index] = result
+        if files[index] is not None:
+            _write_chunk(files[index], result)
+        _progress(log, len(results), len(args))
+
+    if workers <= 1 or len(todo) <= 1:
+        for index in todo:
+            done(index, _chunk(*args[index]))
+    else:
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(_chunk, *args[index]): index for index in todo}
+            for future in as_completed(futures):  # cached as soon as each is labelled
+                done(futures[future], future.result())
+    ordered = [results[index] for index in range(len(args))]
+    return _merge(geometry, ordered, seed, min_ply, keep, node_limit)
+
+
+def _chunk_file(cache: Path | None, index: int, args: tuple) -> Path | None:
+    """The cache file of chunk ``index``; its name carries every setting the chunk depends on."""
+    if cache is None:
+        return None
+    geometry_key, seed, count, min_ply, keep, node_limit, _ = args
+    rows, columns, inarow = geometry_key
+    settings = f"{rows}x{columns}x{inarow}_{seed}_{count}_{min_ply}_{keep}_{node_limit}"
+    return cache / f"chunk{index:05d}_{settings}.npz"
+
+
+def _write_chunk(path: Path, result: Any) -> None:
+    moves, values, games, skipped = result
+    padded = np.full((len(moves), max((len(m) for m in moves), default=0)), -1, dtype=np.int8)
+    for index, row in enumerate(moves):
+        padded[index, : len(row)] = row
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.stem + ".tmp.npz")
+    np.savez(temporary, moves=padded, values=np.array(values), counts=np.array([games, skipped]))
+    temporary.replace(path)
+
+
+def _read_chunk(path: Path) -> Any:
+    with np.load(path, allow_pickle=False) as data:
+        moves = [row[row >= 0].tolist() for row in data["moves"]]
+        games, skipped = (int(v) for v in data["counts"])
+        return moves, list(data["values"]), games, skipped
+
+
+def _progress(log: Callable[[str], None] | None, done: int, total: int) -> None:
+    if log is not None and (done == total or done % max(1, total // 10) == 0):
+        log(f"teacher set: {done}/{total} chunks labelled")
+
+
+def _merge(
+    geometry: Geometry, results: Sequence[Any], seed: int, min_ply: int, keep: float, nodes: int
+) -> TeacherSet:
+    seen: set[tuple[int, int]] = set()
+    rows: list[list[int]] = []
+    values: list[np.ndarray] = []
+    games = skipped = 0
+    for chunk_moves, chunk_values, chunk_games, chunk_skipped in results:
+        games += chunk_games
+        skipped += chunk_skipped
+        for moves, value in zip(chunk_moves, chunk_values, strict=True):
+            key = canonical_key(geometry, moves)
+            if key not in seen:
+                seen.add(key)
+                rows.append(moves)
+                values.append(value)
+    moves_array = np.full((len(rows), geometry.cells), -1, dtype=np.int8)
+    for index, moves in enumerate(rows):
+        moves_array[index, : len(moves)] = moves
+    meta = {
+        "geometry": list(geometry.key),
+        "seed": seed,
+        "min_ply": min_ply,
+        "keep": keep,
+        "node_limit": nodes,
+        "games": games,
+        "skipped": skipped,
+        "players": list(PLAYERS),
+    }
+    value_array = np.stack(values) if values else np.zeros((0, geometry.columns), np.int8)
+    return TeacherSet(geometry, moves_array, value_array, meta)

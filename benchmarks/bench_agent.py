@@ -1,0 +1,131 @@
+"""Strength of learned agents, measured against perfect play and search, with the issue's targets.
+
+For each agent (a policy spec or a weights ``.npz``; default: the shipped ``ppo``):
+
+- **mistake rate** on the labelled positions' ``test`` split (:mod:`baselines.perfect_play`): the
+  share of positions where its move loses the win/draw/loss value, per phase, with 95% Wilson
+  intervals, and the perfect-move rate;
+- **matches** from all 49 two-ply openings, each from both seats (98 games; draws count half)
+  against minimax depth 4 and alphabeta at 50 ms per move, with 95% intervals;
+- **ms per move**: the mean time of one ``act`` over the test positions (one board at a time).
+
+Targets (``--targets``): ``shipped`` (the ``ppo`` policy: mistakes <= 6% overall and <= 10% in
+every phase, >= 0.95 vs minimax 4, >= 0.55 vs alphabeta 50 ms, <= 1 ms per move) or ``default``
+(the 30-minute ``connectx train`` run: <= 12%, >= 0.80, >= 0.40). Nothing here is tuned on: the
+test split is never used for training or for choosing settings (``dev`` is).
+
+Usage: ``python benchmarks/bench_agent.py [AGENT ...] [--targets shipped|default] [--smoke]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from baselines.perfect_play import evaluate_policy, load_positions
+from connectx_gym.match import play_match
+from connectx_gym.registry import make_policy
+
+TARGETS: dict[str, dict[str, float]] = {
+    "shipped": {"mistakes": 0.06, "phase": 0.10, "minimax4": 0.95, "alphabeta": 0.55, "ms": 1.0},
+    "default": {"mistakes": 0.12, "minimax4": 0.80, "alphabeta": 0.40},
+}
+OPPONENTS = {"minimax4": "minimax:depth=4", "alphabeta": "alphabeta:time_budget=0.05"}
+
+
+def ms_per_move(spec: str, boards: list[Any]) -> float:
+    """Mean milliseconds of one ``act`` over ``boards`` (after one warm-up call)."""
+    policy = make_policy(spec)
+    rng = np.random.default_rng(0)
+    policy.act(boards[0], rng)
+    started = time.perf_counter()
+    for board in boards:
+        policy.act(board, rng)
+    return 1000 * (time.perf_counter() - started) / len(boards)
+
+
+def measure(spec: str, smoke: bool, seed: int) -> dict[str, Any]:
+    """Mistake rates, match scores and speed of ``spec``."""
+    positions = load_positions(split="test")
+    if smoke:
+        positions = positions.subset(np.arange(len(positions)) < 40)
+    rates = evaluate_policy(spec, positions, seed=seed)
+    print(rates.table().replace("given split", "test split"), file=sys.stderr)
+    result: dict[str, Any] = {"perfect_play": rates.to_dict()}
+    result["ms_per_move"] = ms_per_move(spec, positions.boards())
+    for key, opponent in OPPONENTS.items():
+        started = time.perf_counter()
+        match = play_match(spec, opponent, games=2 if smoke else None, seed=seed)
+        print(f"{match.summary()} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
+        result[key] = match.to_dict()
+    return result
+
+
+def verdicts(result: dict[str, Any], targets: dict[str, float]) -> list[str]:
+    """One line per target: the measured value and met / NOT met."""
+    overall = result["perfect_play"]["overall"]
+    lines = []
+
+    def check(name: str, value: float, goal: float, at_most: bool) -> None:
+        met = value <= goal if at_most else value >= goal
+        sign = "<=" if at_most else ">="
+        lines.append(f"{name}: {value:.3f} (target {sign} {goal:g}: {'met' if met else 'NOT met'})")
+
+    check("mistake rate", overall["mistake_rate"], targets["mistakes"], True)
+    if "phase" in targets:
+        worst = max(p["mistake_rate"] for p in result["perfect_play"]["phases"].values())
+        check("worst phase mistake rate", worst, targets["phase"], True)
+    check("score vs minimax depth 4", result["minimax4"]["score"], targets["minimax4"], False)
+    check("score vs alphabeta 50 ms", result["alphabeta"]["score"], targets["alphabeta"], False)
+    if "ms" in targets:
+        check("ms per move", result["ms_per_move"], targets["ms"], True)
+    return lines
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("agents", nargs="*", default=["ppo"], help="specs or .npz files (ppo)")
+    parser.add_argument("--targets", choices=sorted(TARGETS), default="shipped")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--smoke", action="store_true", help="40 positions, 2 games: a crash test")
+    parser.add_argument("--json", type=Path, default=None, help="also write the results here")
+    args = parser.parse_args()
+    started = time.perf_counter()
+    results = {}
+    for spec in args.agents:
+        results[spec] = measure(spec, args.smoke, args.seed)
+    print(f"## Learned agents against perfect play and search ({args.targets} targets)\n")
+    print(
+        "Mistakes: share of the test split's positions where the move loses the game value. "
+        "Matches: 49 two-ply openings from both seats, draws half. "
+        f"Seed {args.seed}; {time.perf_counter() - started:.0f} s in all.\n"
+    )
+    print("| agent | mistakes (95% CI) | perfect | vs minimax 4 | vs alphabeta 50 ms | ms/move |")
+    print("|---|---|---:|---|---|---:|")
+    for spec, r in results.items():
+        overall = r["perfect_play"]["overall"]
+        low, high = overall["mistake_ci95"]
+        m, a = r["minimax4"], r["alphabeta"]
+        print(
+            f"| {spec} | {overall['mistake_rate']:.1%} ({low:.1%}-{high:.1%}) "
+            f"| {overall['perfect_rate']:.1%} "
+            f"| {m['score']:.3f} ({m['ci95'][0]:.3f}-{m['ci95'][1]:.3f}) "
+            f"| {a['score']:.3f} ({a['ci95'][0]:.3f}-{a['ci95'][1]:.3f}) "
+            f"| {r['ms_per_move']:.2f} |"
+        )
+    for spec, r in results.items():
+        print(f"\n{spec}:")
+        for line in verdicts(r, TARGETS[args.targets]):
+            print(f"- {line}")
+    if args.json is not None:
+        args.json.write_text(json.dumps(results, indent=2, default=float))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""train.teacher: the targets of a teacher set, supervised passes that learn them, the replay
+during PPO, and a run with a teacher end to end (labels cached, resumable)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+from sb3_contrib import MaskablePPO
+from test_train_resume import tiny
+
+from baselines.teacher_labels import TeacherSet, make_teacher_set
+from connectx_gym.bitboard import Geometry
+from train.config import PRESETS, TrainConfig, preset_config
+from train.model import new_model
+from train.opponents import make_vec_env
+from train.teacher import batch_losses, policy_outputs, pretrain_policy, teacher_tensors
+from train.trainer import train
+
+SMALL = Geometry(4, 5, 3)
+
+
+@pytest.fixture(scope="module")
+def small_set() -> TeacherSet:
+    return make_teacher_set(SMALL, 300, seed=1, min_ply=1, exclude=())
+
+
+def small_model(tmp_path: Path) -> MaskablePPO:
+    config = TrainConfig(
+        rows=4, columns=5, inarow=3, n_envs=2, channels=16, features_dim=32, seed=2
+    )
+    return new_model(config, make_vec_env(config), tmp_path)
+
+
+def test_targets_are_the_value_keeping_moves(small_set: TeacherSet) -> None:
+    data = teacher_tensors(small_set)
+    assert data.observations.shape == (len(small_set), 2, 4, 5)
+    for index, (board, values) in enumerate(zip(small_set.boards(), small_set.values, strict=True)):
+        legal = board.legal_mask()
+        best = values[legal].max()
+        np.testing.assert_array_equal(data.masks[index].numpy(), legal)
+        np.testing.assert_array_equal(data.good[index].numpy(), legal & (values == best))
+        assert data.values[index].item() == best
+        np.testing.assert_array_equal(data.observations[index].numpy(), board.to_planes())
+
+
+def test_mirrored_losses_equal_the_losses_of_mirrored_positions(
+    small_set: TeacherSet, tmp_path: Path
+) -> None:
+    data = teacher_tensors(small_set)
+    flipped = dataclasses.replace(
+        data,
+        observations=data.observations.flip(-1),
+        masks=data.masks.flip(-1),
+        good=data.good.flip(-1),
+    )
+    policy = small_model(tmp_path).policy
+    index = torch.arange(32)
+    with torch.no_grad():
+        mirrored = batch_losses(policy, data, index, mirror=True)
+        direct = batch_losses(policy, flipped, index, mirror=False)
+    for a, b in zip(mirrored, direct, strict=True):
+        assert torch.isclose(a, b)
+
+
+def test_supervised_passes_learn_the_teacher(small_set: TeacherSet, tmp_path: Path) -> None:
+    data = teacher_tensors(small_set)
+    policy = small_model(tmp_path).policy
+    index = torch.arange(len(data))
+
+    def argmax_keeps_value() -> float:
+        with torch.no_grad():
+            logits, _ = policy_outputs(policy, data.observations)
+        choice = logits.masked_fill(~data.masks, -1e9).argmax(dim=1)
+        return data.good[index, choice].float().mean().item()
+
+    with torch.no_grad():
+        before = batch_losses(policy, data, index, mirror=False)
+    accuracy_before = argmax_keeps_value()
+    summary = pretrain_policy(
+        policy, data, epochs=30, batch_size=32, learning_rate=3e-3, seed=0, log=lambda _: None
+    )
+    with torch.no_grad():
+        after = batch_losses(policy, data, index, mirror=False)
+    assert after[0] < 0.6 * before[0]
+    assert after[1] < before[1]
+    assert argmax_keeps_value() > max(0.8, accuracy_before + 0.15)
+    assert summary["epoch"] == 30
+
+
+def test_a_run_with_a_teacher_labels_once_and_resumes(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    config = tiny(out, teacher_positions=30, teacher_epochs=2, teacher_replay=2, teacher_workers=1)
+    logs: list[str] = []
+    report = train(config, log=logs.append)
+    assert any("teaching the policy" in line for line in logs)
+    assert TeacherSet.load(out / "teacher.npz").values.shape[1] == 7
+    assert report["perfect_play"]["split"] == "test"
+    assert 0 <= report["perfect_play"]["overall"]["mistake_rate"] <= 1
+    assert "Against perfect play" in (out / "report.md").read_text()
+    state = json.loads((out / "state.json").read_text())
+    assert all("mistake_rate" in e for e in state["evaluations"])
+    # More steps on --resume: the cached labels are read back, not labelled again.
+    logs.clear()
+    train(dataclasses.replace(config, resume=True, timesteps=512), log=logs.append)
+    assert not any("labelling" in line for line in logs)
+    assert not any("teaching the policy" in line for line in logs)
+
+
+def test_presets_are_valid_configs() -> None:
+    for name in PRESETS:
+        preset_config(name).validate()
+    strong = preset_config("strong")
+    assert strong.teacher_positions > 0
+    assert strong.channels > TrainConfig().channels
+    with pytest.raises(ValueError, match="unknown preset"):
+        preset_config("strongest")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("teacher_positions", -1, "teacher_positions must be >= 0"),
+        ("teacher_epochs", 0, "teacher_epochs must be >= 1"),
+        ("teacher_replay", -2, "teacher_replay must be >= 0"),
+        ("teacher_workers", 0, "teacher_workers must be >= 1"),
+    ],
+)
+def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        dataclasses.replace(TrainConfig(), **{field: value}).validate()

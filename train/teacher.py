@@ -1,0 +1,195 @@
+"""Teaching the policy from the exact solver before PPO (``connectx train --teacher-positions N``).
+
+A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
+:mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
+them again) and trains the MaskablePPO policy on them by supervised learning:
+
+- the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
+  (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
+- the critic: the game value (+1 win, 0 draw, -1 loss for the mover), the value PPO's returns
+  estimate.
+
+Each batch is mirrored left-right at random (the rules are symmetric). PPO then goes on from the
+taught network, with its own optimizer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from stable_baselines3.common.callbacks import BaseCallback
+
+from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
+from connectx_gym.bitboard import Geometry
+from train.config import TrainConfig
+
+__all__ = [
+    "TEACHER_FILE",
+    "TeacherReplayCallback",
+    "TeacherTensors",
+    "load_teacher",
+    "policy_outputs",
+    "pretrain_policy",
+    "teacher_tensors",
+]
+
+#: the run's teacher positions, in its output directory (chunks in ``teacher/`` while labelling)
+TEACHER_FILE = "teacher.npz"
+#: Adam's rate for the supervised passes before PPO (cosine-decayed to zero)
+PRETRAIN_LEARNING_RATE = 2e-3
+#: minibatch of the supervised passes and of the replay
+TEACHER_BATCH = 256
+
+
+@dataclass(frozen=True)
+class TeacherTensors:
+    """A teacher set as network inputs: observations ``[n, 2, rows, columns]`` (int8, the
+    mover's stones first), legal ``masks``, ``good`` moves (bool) and position ``values``."""
+
+    observations: torch.Tensor
+    masks: torch.Tensor
+    good: torch.Tensor
+    values: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+
+def teacher_tensors(teacher: TeacherSet) -> TeacherTensors:
+    """The observations and targets of every position of ``teacher``."""
+    observations = np.stack([board.to_planes() for board in teacher.boards()])
+    legal = teacher.values != ILLEGAL
+    values = np.where(legal, teacher.values, -2).astype(np.int64)
+    best = values.max(axis=1)
+    return TeacherTensors(
+        torch.as_tensor(observations),
+        torch.as_tensor(legal),
+        torch.as_tensor(values == best[:, None]),
+        torch.as_tensor(best, dtype=torch.float32),
+    )
+
+
+def policy_outputs(policy: torch.nn.Module, observations: torch.Tensor) -> tuple[torch.Tensor, ...]:
+    """Logits (not masked) and values of a :class:`train.networks.ConnectXPolicy`."""
+    features = policy.extract_features(observations, policy.pi_features_extractor)
+    latent_pi, latent_vf = policy.mlp_extractor(features)
+    columns = int(policy.action_space.n)
+    logits = policy.action_net(latent_pi) + latent_pi[:, :columns]
+    return logits, policy.value_net(latent_vf).squeeze(1)
+
+
+def batch_losses(
+    policy: torch.nn.Module, data: TeacherTensors, index: torch.Tensor, mirror: bool
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked."""
+    observations, masks, good = data.observations[index], data.masks[index], data.good[index]
+    if mirror:
+        observations, masks, good = observations.flip(-1), masks.flip(-1), good.flip(-1)
+    logits, values = policy_outputs(policy, observations)
+    logits = logits.masked_fill(~masks, -1e9)
+    log_probs = torch.log_softmax(logits, dim=1)
+    keep = torch.logsumexp(log_probs.masked_fill(~good, -1e9), dim=1)
+    return -keep.mean(), torch.nn.functional.mse_loss(values, data.values[index])
+
+
+def pretrain_policy(
+    policy: torch.nn.Module,
+    data: TeacherTensors,
+    *,
+    epochs: int,
+    batch_size: int,
+    learning_rate: float,
+    seed: int,
+    log: Callable[[str], None] = print,
+    value_weight: float = 0.5,
+) -> dict[str, float]:
+    """Train ``policy`` on ``data`` for ``epochs`` passes (Adam, cosine-decayed rate); returns
+    the last epoch's mean losses."""
+    if len(data) == 0:
+        raise ValueError("no teacher positions to learn from")
+    batch_size = min(batch_size, len(data))
+    generator = torch.Generator().manual_seed(seed)
+    optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
+    steps = epochs * (len(data) // batch_size)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+    policy.set_training_mode(True)
+    summary: dict[str, float] = {}
+    for epoch in range(epochs):
+        order = torch.randperm(len(data), generator=generator)
+        flips = torch.rand(len(order) // batch_size + 1, generator=generator) < 0.5
+        totals = np.zeros(2)
+        batches = 0
+        for start in range(0, len(order) - batch_size + 1, batch_size):
+            index = order[start : start + batch_size]
+            actor, critic = batch_losses(policy, data, index, bool(flips[batches]))
+            optimizer.zero_grad()
+            (actor + value_weight * critic).backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            optimizer.step()
+            schedule.step()
+            totals += (actor.item(), critic.item())
+            batches += 1
+        actor_loss, critic_loss = totals / max(batches, 1)
+        summary = {"epoch": epoch + 1, "actor_loss": actor_loss, "critic_loss": critic_loss}
+        log(f"teacher epoch {epoch + 1}/{epochs}: actor {actor_loss:.4f}, critic {critic_loss:.4f}")
+    policy.set_training_mode(False)
+    return summary
+
+
+def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> TeacherTensors:
+    """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
+    per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there."""
+    path = out / TEACHER_FILE
+    if path.is_file():
+        teacher = TeacherSet.load(path)
+    else:
+        geometry = Geometry(config.rows, config.columns, config.inarow)
+        log(f"labelling {config.teacher_positions} teacher positions with the exact solver")
+        teacher = make_teacher_set(
+            geometry,
+            config.teacher_positions,
+            config.seed,
+            workers=config.teacher_workers,
+            cache=out / "teacher",
+            log=log,
+        )
+        teacher.save(path)
+    return teacher_tensors(teacher)
+
+
+class TeacherReplayCallback(BaseCallback):
+    """After each rollout, ``batches`` supervised minibatches of teacher positions (their own
+    Adam, at PPO's current learning rate), so PPO's updates do not wash out what was taught."""
+
+    def __init__(self, data: TeacherTensors, batches: int, seed: int) -> None:
+        super().__init__()
+        self.data, self.batches = data, batches
+        self.generator = torch.Generator().manual_seed(seed)
+        self.optimizer: torch.optim.Optimizer | None = None
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_end(self) -> None:
+        policy = self.model.policy
+        if self.optimizer is None:
+            self.optimizer = torch.optim.Adam(policy.parameters())
+        for group in self.optimizer.param_groups:
+            group["lr"] = policy.optimizer.param_groups[0]["lr"]
+        policy.set_training_mode(True)
+        total = 0.0
+        for _ in range(self.batches):
+            index = torch.randint(len(self.data), (TEACHER_BATCH,), generator=self.generator)
+            mirror = bool(torch.rand(1, generator=self.generator) < 0.5)
+            actor, critic = batch_losses(policy, self.data, index, mirror)
+            self.optimizer.zero_grad()
+            (actor + 0.5 * critic).backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            self.optimizer.step()
+            total += actor.item()
+        policy.set_training_mode(False)
+        self.logger.record("teacher/actor_loss", total / max(self.batches, 1))
