@@ -8,7 +8,9 @@ stores), so a checkpoint saves the whole run whichever callback changed it:
 - :class:`SelfPlayCallback`: freezes the agent's weights into the self-play pool;
 - :class:`PanelEvalCallback`: plays the evaluation panel every ``eval_every`` steps;
 - :class:`CheckpointCallback`: saves a checkpoint every ``checkpoint_every`` steps;
-- :class:`TimeLimitCallback`: stops training at ``--max-minutes`` and logs steps per second.
+- :class:`TimeLimitCallback`: stops training at ``--max-minutes`` and logs steps per second;
+- :class:`WallSplitCallback`: times rollouts and PPO updates for the report (added by the trainer,
+  which reads it).
 
 :func:`run_callbacks` builds them in the order the run uses (the order matters for
 reproducibility: opponents are drawn from the state's generator).
@@ -38,6 +40,7 @@ __all__ = [
     "PanelEvalCallback",
     "SelfPlayCallback",
     "TimeLimitCallback",
+    "WallSplitCallback",
     "run_callbacks",
 ]
 
@@ -189,6 +192,37 @@ class TimeLimitCallback(BaseCallback):
         steps = self.num_timesteps - self.clock.start_steps
         rate = steps / max(self.clock.session_seconds(), 1e-9)
         self.logger.record("time/steps_per_second", rate)
+
+
+class WallSplitCallback(BaseCallback):
+    """Times this session's rollouts (env steps, opponents, the policy's forward passes and the
+    other callbacks' work) and PPO updates (from a rollout's end to the next one's start), for
+    the report's split of wall time."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rollout_seconds = self.update_seconds = 0.0
+        self._mark: float | None = None
+
+    def _on_step(self) -> bool:
+        return True
+
+    def _on_rollout_start(self) -> None:
+        now = time.perf_counter()
+        if self._mark is not None:
+            self.update_seconds += now - self._mark
+        self._mark = now
+
+    def _on_rollout_end(self) -> None:
+        now = time.perf_counter()
+        if self._mark is not None:
+            self.rollout_seconds += now - self._mark
+        self._mark = now
+
+    def _on_training_end(self) -> None:
+        if self._mark is not None:
+            self.update_seconds += time.perf_counter() - self._mark
+            self._mark = None
 
 
 def run_callbacks(

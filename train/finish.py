@@ -107,8 +107,12 @@ def timing_summary(timing: dict[str, Any], wall: float, timesteps: int) -> dict[
             "ms_per_move": 1000 * per_move,
             "projected_share_of_wall": per_move * timesteps / max(wall, 1e-9),
         }
+    rollout = timing.get("rollout_seconds", 0.0)
     return {
         "env_seconds": timing["env_seconds"],
+        "rollout_seconds": rollout,
+        "rollout_forward_seconds": max(rollout - timing["env_seconds"], 0.0),
+        "update_seconds": timing.get("update_seconds", 0.0),
         "opponent_seconds": total,
         "opponent_share_of_wall": total / max(wall, 1e-9),
         "opponents": opponents,

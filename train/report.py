@@ -66,6 +66,11 @@ def markdown_report(report: dict[str, Any]) -> str:
         f"Opponents took {100 * timing['opponent_share_of_wall']:.1f}% of the wall time "
         f"({timing['opponent_seconds']:.0f} s of the env's {timing['env_seconds']:.0f} s).",
         "",
+        f"Wall time of this session's PPO: rollouts {timing.get('rollout_seconds', 0):.0f} s "
+        f"(env and opponents {timing['env_seconds']:.0f} s; the policy's forward passes and "
+        f"callbacks {timing.get('rollout_forward_seconds', 0):.0f} s), PPO updates "
+        f"{timing.get('update_seconds', 0):.0f} s (with teacher replay).",
+        "",
         "| opponent | moves | ms/move | share of wall if every step were against it |",
         "|---|---:|---:|---:|",
     ]

@@ -38,7 +38,7 @@ import torch
 from stable_baselines3.common.utils import set_random_seed
 
 from connectx_gym.registry import make_policy
-from train.callbacks import run_callbacks
+from train.callbacks import WallSplitCallback, run_callbacks
 from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
 from train.finish import finish
@@ -138,6 +138,8 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
         callbacks.callbacks.append(
             TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
         )
+    wall_split = WallSplitCallback()
+    callbacks.callbacks.append(wall_split)
     try:
         with _stop_signals_interrupt():
             try:
@@ -151,6 +153,8 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
                         progress_bar=config.progress_bar,
                     )
                 timing = collect_timing(env)
+                timing["rollout_seconds"] = wall_split.rollout_seconds
+                timing["update_seconds"] = wall_split.update_seconds
             finally:
                 close_env(env)
             save_checkpoint()
