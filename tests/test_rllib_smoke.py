@@ -9,7 +9,9 @@ import numpy as np
 import pytest
 
 rllib = pytest.importorskip(
-    "train.rllib_selfplay", reason='RLlib is not installed (pip install -e ".[rllib]")'
+    "train.rllib_selfplay",
+    reason='RLlib is not installed (pip install -e ".[rllib]")',
+    exc_type=ImportError,  # the module raises ImportError with the install hint
 )
 
 from connectx_gym.bitboard import Board, Geometry  # noqa: E402
