@@ -20,8 +20,10 @@ you report)::
     result.phases["opening"].perfect_rate
     print(result.table())                                # or result.to_dict() for JSON
 
-Evaluation is deterministic for a seed: the policy is reset before each position and draws from
-one ``numpy.random.default_rng(seed)``, positions in file order.
+Evaluation is deterministic for a seed: the policy is reset before each position, and position
+``i`` of the evaluated set draws from its own generator, ``default_rng(SeedSequence(seed).spawn(n)
+[i])``, so each answer depends on its position only and ``evaluate_policy(...,
+executor=RayExecutor())`` (:mod:`connectx_gym.ray_executor`) gives the same result as the local run.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ import numpy as np
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import wilson_interval
-from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
+from connectx_gym.policy import Policy, PositionExecutor, PositionJob, answer_position
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -245,12 +247,15 @@ def evaluate_policy(
     split: str = "test",
     seed: int | None = 0,
     path: str | Path | None = None,
+    executor: PositionExecutor | None = None,
 ) -> PerfectPlayResult:
     """``policy``'s mistake and perfect-move rates on labelled ``positions``.
 
     ``positions`` default to ``load_positions(path, split)`` (the shipped set's test split).
-    The policy (a spec or a :class:`~connectx_gym.policy.Policy`) is reset before each position
-    and draws from ``numpy.random.default_rng(seed)``.
+    The policy (a spec or a :class:`~connectx_gym.policy.Policy`) is reset before each position;
+    position ``i`` draws from the ``i``-th child of ``numpy.random.SeedSequence(seed)``.
+    ``executor`` (e.g. ``connectx_gym.ray_executor.RayExecutor()``) answers the positions
+    elsewhere, with the same result as the local run.
     """
     label = policy if isinstance(policy, str) else getattr(policy, "name", repr(policy))
     player = make_policy(policy)
@@ -260,16 +265,18 @@ def evaluate_policy(
         split = "given"
     if len(positions) == 0:
         raise ValueError("no positions to evaluate")
-    rng = np.random.default_rng(seed)
-    columns = np.empty(len(positions), dtype=np.int64)
-    illegal = np.zeros(len(positions), dtype=bool)
-    for index, board in enumerate(positions.boards()):
-        player.reset()
-        answer = player.act(board, rng)
-        try:
-            columns[index] = validate_answer(answer, board, label)
-        except IllegalMoveError:
-            columns[index], illegal[index] = -1, True
+    children = np.random.SeedSequence(seed).spawn(len(positions))
+    jobs = [
+        PositionJob(index, moves, child)
+        for index, (moves, child) in enumerate(zip(positions.moves, children, strict=True))
+    ]
+    geometry = positions.geometry
+    if executor is None:
+        answers = (answer_position(player, geometry, job, label) for job in jobs)
+    else:
+        answers = executor.map_positions(policy, geometry, jobs, label)
+    columns = np.array([-1 if a is None else a for a in answers], dtype=np.int64)
+    illegal = columns < 0
     mistake, perfect = judge_moves(positions.scores, columns)
     critical = _critical(positions.scores)
     phases = {}

@@ -1,6 +1,8 @@
-"""Games per second of ``play_match`` locally and on a local Ray instance with 1 and 2 workers.
+"""Games per second of ``play_match`` locally and on a local Ray instance with 1 and 2 workers;
+with ``--accuracy SPEC``, positions per second of ``evaluate_policy`` (the labelled test split).
 
     python benchmarks/bench_ray.py [--games N] [--player-a SPEC] [--player-b SPEC] [--smoke]
+    python benchmarks/bench_ray.py --accuracy minimax:depth=6
 
 One run, one machine: the ratios are what matter (the machine is shared and noisy). Needs the
 ``ray`` extra; without it the script says so and exits 0 under ``--smoke``.
@@ -19,6 +21,7 @@ def main() -> int:
     parser.add_argument("--player-a", default="minimax:depth=3")
     parser.add_argument("--player-b", default="onestep")
     parser.add_argument("--smoke", action="store_true", help="4 games, to check the script runs")
+    parser.add_argument("--accuracy", metavar="SPEC", help="time an accuracy run of SPEC instead")
     args = parser.parse_args()
     games = 4 if args.smoke else args.games
     try:
@@ -26,6 +29,8 @@ def main() -> int:
     except ImportError:
         print('bench_ray: Ray is not installed (pip install "ray>=2.9"); skipped')
         return 0 if args.smoke else 1
+    if args.accuracy:
+        return accuracy(args.accuracy)
     from connectx_gym.match import play_match
     from connectx_gym.ray_executor import RayExecutor
 
@@ -46,6 +51,31 @@ def main() -> int:
     print(f"{args.player_a} vs {args.player_b}, {games} games (same records in every row)")
     for name, rate in rows:
         print(f"  {name:<20} {rate:8.2f} games/s  x{rate / rows[0][1]:.2f}")
+    return 0
+
+
+def accuracy(spec: str) -> int:
+    """Positions per second of ``evaluate_policy(spec)``: local, then Ray with 1 and 2 workers."""
+    from baselines.perfect_play import evaluate_policy, load_positions
+    from connectx_gym.ray_executor import RayExecutor
+
+    positions = load_positions(split="test")
+    started = time.perf_counter()
+    local = evaluate_policy(spec, positions).to_dict()
+    rows = [("local loop", len(positions) / (time.perf_counter() - started))]
+    with RayExecutor(num_cpus=2) as executor:
+        for workers in (1, 2):
+            executor.workers = workers
+            started = time.perf_counter()
+            result = evaluate_policy(spec, positions, executor=executor).to_dict()
+            rate = len(positions) / (time.perf_counter() - started)
+            rows.append((f"ray, {workers} worker(s)", rate))
+            if result != local:
+                print("bench_ray: Ray accuracy differs from the local run", file=sys.stderr)
+                return 1
+    print(f"accuracy of {spec}, {len(positions)} positions (same result in every row)")
+    for name, rate in rows:
+        print(f"  {name:<20} {rate:8.2f} positions/s  x{rate / rows[0][1]:.2f}")
     return 0
 
 

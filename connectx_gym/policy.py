@@ -10,20 +10,24 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
 
 import numpy as np
 
-from connectx_gym.bitboard import Board
+from connectx_gym.bitboard import Board, Geometry
 
 __all__ = [
     "IllegalMoveError",
     "KaggleAgentPolicy",
     "NoisyPolicy",
     "Policy",
+    "PositionExecutor",
+    "PositionJob",
     "RandomPolicy",
     "Struct",
+    "answer_position",
     "choose_best",
     "kaggle_configuration",
     "kaggle_observation",
@@ -209,3 +213,35 @@ def validate_answer(answer: Any, board: Board, who: str) -> int:
             f"{who} played illegal column {column}; legal columns are {board.legal_moves()}"
         )
     return column
+
+
+@dataclass(frozen=True)
+class PositionJob:
+    """Position ``index`` of a set (the columns ``moves`` that reach it) and its own seed."""
+
+    index: int
+    moves: tuple[int, ...]
+    seed: np.random.SeedSequence
+
+
+def answer_position(player: Policy, geometry: Geometry, job: PositionJob, who: str) -> int | None:
+    """``player``'s legal column in ``job``'s position, or None for an illegal answer.
+
+    The player is reset first and draws from ``default_rng(job.seed)``: the one implementation
+    that a local loop and remote workers share, so each answer depends on its own job only.
+    """
+    board = Board.from_moves(geometry, job.moves)
+    player.reset()
+    try:
+        return validate_answer(player.act(board, np.random.default_rng(job.seed)), board, who)
+    except IllegalMoveError:
+        return None
+
+
+class PositionExecutor(Protocol):
+    """Answers positions somewhere (e.g. on Ray), yielding :func:`answer_position`'s results in
+    job order."""
+
+    def map_positions(
+        self, policy: Any, geometry: Geometry, jobs: Sequence[PositionJob], who: str
+    ) -> Iterator[int | None]: ...

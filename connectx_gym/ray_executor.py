@@ -1,31 +1,63 @@
-"""Play a match's games as Ray tasks: ``play_match(..., executor=RayExecutor())``.
+"""Play a match's games, or answer an accuracy run's positions, as Ray tasks.
 
-Each worker is a Ray actor that builds both policies once, then plays the games it is handed with
-:func:`connectx_gym.match.play_indexed_game`, the same function the local loop calls, from each
-game's own spawned seed; so results, JSON and saved games equal the local run's for the same seed.
-Ray is an optional extra (``pip install -e ".[ray]"``) imported only when an executor is used.
+``play_match(..., executor=RayExecutor())`` and ``evaluate_policy(..., executor=RayExecutor())``
+(:mod:`baselines.perfect_play`). Each worker is a Ray actor that builds the policies once, then
+plays the games it is handed with :func:`connectx_gym.match.play_indexed_game` (or answers
+positions with :func:`connectx_gym.policy.answer_position`), the same functions the local loops
+call, from each game's or position's own spawned seed; so results, JSON and saved games equal the
+local run's for the same seed. ``progress=True`` shows a bar on stderr (tqdm if installed, else a
+counter); an interrupt (Ctrl-C) cancels the outstanding tasks and kills the actors, and
+:meth:`RayExecutor.close` stops the local instance. Ray is an optional extra (``pip install -e
+".[ray]"``) imported only when an executor is made.
 """
 
 from __future__ import annotations
 
+import logging
+import math
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import closing
 from typing import Any
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.match import GameJob, GameOutcome, PolicyLike
+from connectx_gym.policy import PositionJob
+from connectx_gym.progress import Progress
 
-__all__ = ["RayExecutor", "RayGameError", "import_ray"]
+__all__ = ["RayExecutor", "RayGameError", "RayPositionError", "RayWorkerError", "import_ray"]
 
 INSTALL_HINT = 'Ray is not installed: pip install "ray>=2.9" (or pip install -e ".[ray]")'
 
 
-class RayGameError(RuntimeError):
+class RayWorkerError(RuntimeError):
+    """A worker failed on job ``index`` (a game or a position)."""
+
+    what = "job"
+
+    def __init__(self, index: int, message: str) -> None:
+        super().__init__(f"{self.what} {index} failed on a Ray worker: {message}")
+        self.index = index
+
+
+class RayGameError(RayWorkerError):
     """A worker failed while playing game ``game`` of a match."""
 
-    def __init__(self, game: int, message: str) -> None:
-        super().__init__(f"game {game} failed on a Ray worker: {message}")
-        self.game = game
+    what = "game"
+
+    @property
+    def game(self) -> int:
+        return self.index
+
+
+class RayPositionError(RayWorkerError):
+    """A worker failed while answering position ``position`` of an accuracy run."""
+
+    what = "position"
+
+    @property
+    def position(self) -> int:
+        return self.index
 
 
 def import_ray() -> Any:
@@ -35,6 +67,10 @@ def import_ray() -> Any:
     except ImportError as error:  # pragma: no cover - depends on the environment
         raise ImportError(INSTALL_HINT) from error
     return ray
+
+
+def _one_line(error: BaseException) -> str:
+    return f"{type(error).__name__}: {' '.join(str(error).split())}"
 
 
 class _GameWorker:
@@ -53,7 +89,28 @@ class _GameWorker:
         try:
             return play_indexed_game(self.a, self.b, self.geometry, job)
         except Exception as error:
-            return f"{type(error).__name__}: {error}"
+            return _one_line(error)
+
+
+class _PositionWorker:
+    """Builds the policy once; answers chunks of positions."""
+
+    def __init__(self, policy: PolicyLike, geometry: Geometry, who: str) -> None:
+        from connectx_gym.registry import make_policy
+
+        self.player, self.geometry, self.who = make_policy(policy), geometry, who
+
+    def answer(self, jobs: list[PositionJob]) -> list[int | None] | tuple[int, str]:
+        """The chunk's answers, or (index, one-line error) for the position that stopped it."""
+        from connectx_gym.policy import answer_position
+
+        answers: list[int | None] = []
+        for job in jobs:
+            try:
+                answers.append(answer_position(self.player, self.geometry, job, self.who))
+            except Exception as error:
+                return job.index, _one_line(error)
+        return answers
 
 
 def _check_reachable(address: str, timeout: float = 3.0) -> None:
@@ -78,13 +135,19 @@ class RayExecutor:
 
     ``address=None`` starts a local Ray instance sized to the machine (stopped by :meth:`close`);
     an address (``"auto"``, ``"ray://host:10001"``, ``"host:6379"``) joins an existing cluster.
-    Use as a context manager. Interrupting the iteration cancels the outstanding tasks.
+    Use as a context manager. ``progress=True`` shows a progress bar on stderr. Interrupting the
+    iteration (Ctrl-C) cancels the outstanding tasks and kills the actors.
     """
 
     def __init__(
-        self, address: str | None = None, workers: int | None = None, num_cpus: int | None = None
+        self,
+        address: str | None = None,
+        workers: int | None = None,
+        num_cpus: int | None = None,
+        progress: bool = False,
     ) -> None:
         ray = import_ray()
+        self.progress = progress
         self._started = False
         if address is not None:
             _check_reachable(address)
@@ -95,9 +158,10 @@ class RayExecutor:
                         num_cpus=num_cpus or os.cpu_count(),
                         include_dashboard=False,
                         log_to_driver=False,
+                        logging_level=logging.ERROR,
                     )
                 else:
-                    ray.init(address=address, log_to_driver=False)
+                    ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
             except Exception as error:
                 raise ConnectionError(
                     f"cannot start or join Ray at {address or 'a local instance'}: "
@@ -111,27 +175,78 @@ class RayExecutor:
         self, player_a: PolicyLike, player_b: PolicyLike, geometry: Geometry, jobs: list[GameJob]
     ) -> Iterator[GameOutcome]:
         """Yield the outcomes of ``jobs`` in order, played by actors that build A and B once."""
-        ray = self._ray
-        actor_class = ray.remote(num_cpus=1)(_GameWorker)
-        actors = [
-            actor_class.remote(player_a, player_b, geometry)
-            for _ in range(min(self.workers, len(jobs)))
-        ]
+        actors = self._actors(_GameWorker, len(jobs), player_a, player_b, geometry)
         refs = [actors[i % len(actors)].play.remote(job) for i, job in enumerate(jobs)]
-        try:
-            for index, ref in enumerate(refs):
-                try:
-                    outcome = ray.get(ref)
-                except ray.exceptions.RayError as error:  # the worker died or could not start
-                    raise RayGameError(index, str(error).splitlines()[0]) from None
+        indices = [job.index for job in jobs]
+        with closing(self._results(actors, refs, indices, "games")) as outcomes:
+            for index, outcome in zip(indices, outcomes, strict=False):
                 if isinstance(outcome, str):
                     raise RayGameError(index, outcome)
                 yield outcome
+
+    def map_positions(
+        self,
+        policy: PolicyLike,
+        geometry: Geometry,
+        jobs: Sequence[PositionJob],
+        who: str,
+        chunk: int | None = None,
+    ) -> Iterator[int | None]:
+        """Yield :func:`~connectx_gym.policy.answer_position` for ``jobs`` in order, answered in
+        chunks of ``chunk`` positions (default: about four chunks per worker, at most 32) by actors
+        that build the policy once."""
+        if not jobs:
+            return
+        size = chunk or max(1, min(32, math.ceil(len(jobs) / (4 * self.workers))))
+        chunks = [list(jobs[i : i + size]) for i in range(0, len(jobs), size)]
+        actors = self._actors(_PositionWorker, len(chunks), policy, geometry, who)
+        refs = [actors[i % len(actors)].answer.remote(part) for i, part in enumerate(chunks)]
+        firsts = [part[0].index for part in chunks]
+        sizes = [len(part) for part in chunks]
+        results = self._results(actors, refs, firsts, "positions", sizes, RayPositionError)
+        with closing(results):
+            for answers in results:
+                if isinstance(answers, tuple):
+                    raise RayPositionError(*answers)
+                yield from answers
+
+    def _actors(self, worker: type, tasks: int, *args: Any) -> list[Any]:
+        actor_class = self._ray.remote(num_cpus=1)(worker)
+        return [actor_class.remote(*args) for _ in range(min(self.workers, tasks))]
+
+    def _results(
+        self,
+        actors: list[Any],
+        refs: list[Any],
+        indices: list[int],
+        what: str,
+        sizes: list[int] | None = None,
+        error: type[RayWorkerError] = RayGameError,
+    ) -> Iterator[Any]:
+        """The results of ``refs`` in order, with a progress bar; on an error or an interrupt the
+        tasks not yet collected are cancelled and the actors killed."""
+        ray = self._ray
+        sizes = sizes or [1] * len(refs)
+        progress = Progress(sum(sizes), what, enabled=self.progress)
+        collected = 0
+        try:
+            for ref, index, size in zip(refs, indices, sizes, strict=True):
+                try:
+                    result = ray.get(ref)
+                except ray.exceptions.RayError as failure:  # the worker died or could not start
+                    raise error(index, str(failure).splitlines()[0]) from None
+                collected += 1
+                progress.update(size)
+                yield result
         finally:
-            for ref in refs:
-                ray.cancel(ref, force=False)
-            for actor in actors:
-                ray.kill(actor)
+            progress.close()
+            try:
+                for ref in refs[collected:]:
+                    ray.cancel(ref, force=False)
+                for actor in actors:
+                    ray.kill(actor)
+            except Exception:  # pragma: no cover - Ray already stopped; nothing left to cancel
+                pass
 
     def close(self) -> None:
         """Stop the local Ray instance this executor started."""

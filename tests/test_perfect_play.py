@@ -241,3 +241,34 @@ def test_accuracy_command_reports_phases(capsys: pytest.CaptureFixture[str]) -> 
     assert result["overall"]["positions"] == len(load_positions(split="dev"))
     assert main(["accuracy", "onestep"]) == 0
     assert "| all |" in capsys.readouterr().out
+
+
+def test_each_position_draws_from_its_own_seed() -> None:
+    # An answer depends on its position's own seed only, so answering in any order is the same.
+    positions = tiny_set(Geometry(4, 4, 3), games=6, seed=3)
+
+    class Reversed:
+        def map_positions(self, policy, geometry, jobs, who):
+            from connectx_gym.policy import answer_position
+            from connectx_gym.registry import make_policy
+
+            player = make_policy(policy)
+            answers = {job.index: answer_position(player, geometry, job, who) for job in jobs[::-1]}
+            return (answers[job.index] for job in jobs)
+
+    local = evaluate_policy("random", positions, seed=9).to_dict()
+    assert evaluate_policy("random", positions, seed=9, executor=Reversed()).to_dict() == local
+
+
+def test_accuracy_ray_without_ray_says_how_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from connectx_gym.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    assert main(["accuracy", "random", "--ray"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert 'pip install -e ".[ray]"' in err

@@ -16,6 +16,8 @@ One concern per module:
 - ``callbacks``: one SB3 callback per job (curriculum, self-play pool, panel, checkpoints,
   time limit), sharing one ``RunState``;
 - ``finish``: the final phase (final models, final panel, report), safe to repeat;
+- ``rllib_selfplay``: multi-agent PPO on Ray RLlib over the PettingZoo adapter (the ``rllib``
+  extra; never imported by the rest);
 - ``trainer``: ``train()``, read top to bottom; ``report``, ``networks``, ``export``,
   ``sb3_files`` and ``commands/`` (the ``connectx`` subcommands).
 """

@@ -3,7 +3,8 @@
 By default on the shipped labelled positions (:mod:`baselines.perfect_play`, test split): the
 mistake rate (moves that lose game value) and the perfect-move rate, per phase, with 95%
 intervals. ``--pons FILE`` reads one of Pascal Pons' benchmark files instead and reports the share
-of moves that keep the best exact score.
+of moves that keep the best exact score. ``--ray [ADDRESS]`` answers the labelled positions on Ray
+(every position draws from its own seed, so the result is the local run's).
 """
 
 from __future__ import annotations
@@ -12,7 +13,13 @@ import argparse
 import json
 from pathlib import Path
 
-from connectx_gym.commands import add_seed, positive_float, positive_int
+from connectx_gym.commands import (
+    add_ray,
+    add_seed,
+    open_executor,
+    positive_float,
+    positive_int,
+)
 
 __all__ = ["add_arguments", "run"]
 
@@ -39,15 +46,21 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="solver seconds per Pons position (5)",
     )
     add_seed(parser)
+    add_ray(parser, what="answer the labelled positions")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.pons:
+        if args.ray is not None:
+            raise ValueError("--ray works on the labelled positions, not with --pons")
         return _pons(args)
     from baselines.perfect_play import evaluate_policy
 
-    result = evaluate_policy(args.policy, split=args.split, seed=args.seed, path=args.positions)
+    with open_executor(args) as executor:
+        result = evaluate_policy(
+            args.policy, split=args.split, seed=args.seed, path=args.positions, executor=executor
+        )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     return 0
 

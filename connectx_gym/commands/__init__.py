@@ -18,6 +18,7 @@ __all__ = [
     "CommandError",
     "add_board",
     "add_match_protocol",
+    "add_ray",
     "add_seed",
     "bounded_int",
     "check_board",
@@ -95,26 +96,32 @@ def add_match_protocol(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-games", default=None, metavar="FILE", help="write every game to a JSON-lines file"
     )
+    add_ray(parser)
+
+
+def add_ray(parser: argparse.ArgumentParser, what: str = "play the games") -> None:
+    """``--ray [ADDRESS]``: run the work on Ray (a local instance, or the cluster at ADDRESS)."""
     parser.add_argument(
         "--ray",
         nargs="?",
         const="local",
         default=None,
         metavar="ADDRESS",
-        help="play the games on Ray (same results as a local run): a local instance sized to "
-        "the machine, or join the cluster at ADDRESS (needs the ray extra)",
+        help=f"{what} on Ray (same results as a local run, with a progress bar): a local "
+        "instance sized to the machine, or join the cluster at ADDRESS (needs the ray extra)",
     )
 
 
 def open_executor(args: argparse.Namespace) -> Any:
-    """A context manager giving the games' executor: ``None`` (local) or a Ray executor."""
+    """A context manager giving the executor: ``None`` (local) or a Ray executor that shows a
+    progress bar on stderr and stops the local instance it started."""
     from contextlib import nullcontext
 
     if getattr(args, "ray", None) is None:
         return nullcontext(None)
     from connectx_gym.ray_executor import RayExecutor
 
-    return RayExecutor(address=None if args.ray == "local" else args.ray)
+    return RayExecutor(address=None if args.ray == "local" else args.ray, progress=True)
 
 
 def add_seed(parser: argparse.ArgumentParser, default: int | None = 0, what: str = "") -> None:
