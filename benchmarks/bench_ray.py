@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections.abc import Callable
+from typing import Any
 
 
 def main() -> int:
@@ -32,47 +34,53 @@ def main() -> int:
     if args.accuracy:
         return accuracy(args.accuracy)
     from connectx_gym.match import play_match
-    from connectx_gym.ray_executor import RayExecutor
 
-    started = time.perf_counter()
-    local = play_match(args.player_a, args.player_b, games=games, seed=0)
-    rows = [("local loop", games / (time.perf_counter() - started))]
-    with RayExecutor(num_cpus=2) as executor:
-        for workers in (1, 2):
-            executor.workers = workers
-            started = time.perf_counter()
-            result = play_match(
-                args.player_a, args.player_b, games=games, seed=0, executor=executor
-            )
-            rows.append((f"ray, {workers} worker(s)", games / (time.perf_counter() - started)))
-            if result.records != local.records:
-                print("bench_ray: Ray records differ from the local run", file=sys.stderr)
-                return 1
+    def run(executor: Any) -> Any:
+        return play_match(
+            args.player_a, args.player_b, games=games, seed=0, executor=executor
+        ).records
+
+    rows = rates(run, games)
+    if rows is None:
+        print("bench_ray: Ray records differ from the local run", file=sys.stderr)
+        return 1
     print(f"{args.player_a} vs {args.player_b}, {games} games (same records in every row)")
     for name, rate in rows:
         print(f"  {name:<20} {rate:8.2f} games/s  x{rate / rows[0][1]:.2f}")
     return 0
 
 
-def accuracy(spec: str) -> int:
-    """Positions per second of ``evaluate_policy(spec)``: local, then Ray with 1 and 2 workers."""
-    from baselines.perfect_play import evaluate_policy, load_positions
+def rates(run: Callable[[Any], Any], count: int) -> list[tuple[str, float]] | None:
+    """Items per second of ``run(executor)`` locally (``executor=None``), then on a local Ray
+    instance with 1 and 2 workers; None when a Ray result differs from the local one."""
     from connectx_gym.ray_executor import RayExecutor
 
-    positions = load_positions(split="test")
     started = time.perf_counter()
-    local = evaluate_policy(spec, positions).to_dict()
-    rows = [("local loop", len(positions) / (time.perf_counter() - started))]
+    local = run(None)
+    rows = [("local loop", count / (time.perf_counter() - started))]
     with RayExecutor(num_cpus=2) as executor:
         for workers in (1, 2):
             executor.workers = workers
             started = time.perf_counter()
-            result = evaluate_policy(spec, positions, executor=executor).to_dict()
-            rate = len(positions) / (time.perf_counter() - started)
-            rows.append((f"ray, {workers} worker(s)", rate))
+            result = run(executor)
+            rows.append((f"ray, {workers} worker(s)", count / (time.perf_counter() - started)))
             if result != local:
-                print("bench_ray: Ray accuracy differs from the local run", file=sys.stderr)
-                return 1
+                return None
+    return rows
+
+
+def accuracy(spec: str) -> int:
+    """Positions per second of ``evaluate_policy(spec)``: local, then Ray with 1 and 2 workers."""
+    from baselines.perfect_play import evaluate_policy, load_positions
+
+    positions = load_positions(split="test")
+    rows = rates(
+        lambda executor: evaluate_policy(spec, positions, executor=executor).to_dict(),
+        len(positions),
+    )
+    if rows is None:
+        print("bench_ray: Ray accuracy differs from the local run", file=sys.stderr)
+        return 1
     print(f"accuracy of {spec}, {len(positions)} positions (same result in every row)")
     for name, rate in rows:
         print(f"  {name:<20} {rate:8.2f} positions/s  x{rate / rows[0][1]:.2f}")

@@ -1,10 +1,11 @@
 """Strength of the search baselines: every pairing, seats alternating, 95% confidence intervals.
 
-Players: random, onestep, minimax depth 1-4, negamax (depth 4), alphabeta (under a per-move
-time budget, 0.05 s by default here to keep the table affordable; its default is 1 s) and, when
-kaggle-environments is installed, kaggle's own negamax. Each pairing plays ``--games`` games on
-6x7 (200 by default), A taking the first move in even games; scores count a draw as half a win
-and come with 95% Wilson intervals.
+Players: random, onestep, minimax depth 1-4, negamax (depth 4), the shipped network ``ppo``,
+alphabeta (under a per-move time budget, 0.05 s by default here to keep the table affordable; its
+default is 1 s) and, when kaggle-environments is installed, kaggle's own negamax. Each pairing
+plays ``--games`` games on 6x7 (98 by default: the 49 two-ply openings, each from both seats), A
+taking the first move in even games; scores count a draw as half a win and come with 95% Wilson
+intervals.
 
 Usage: ``python benchmarks/bench_strength.py [--quick | --smoke] [--games N] [--time-budget S]``.
 """
@@ -29,6 +30,7 @@ def players(time_budget: float, with_kaggle: bool) -> list[str]:
     specs = ["random", "onestep", *(f"minimax:depth={d}" for d in range(1, 5)), "negamax"]
     if with_kaggle:
         specs.append("kaggle:negamax")
+    specs.append("ppo")
     specs.append(f"alphabeta:time_budget={time_budget:g}")
     return specs
 
@@ -50,7 +52,7 @@ def cell(result: MatchResult) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--games", type=int, default=None, help="games per pairing (200)")
+    parser.add_argument("--games", type=int, default=None, help="games per pairing (98)")
     parser.add_argument("--quick", action="store_true", help="20 games per pairing")
     parser.add_argument("--smoke", action="store_true", help="4 players, 2 games: a crash test")
     parser.add_argument(
@@ -59,7 +61,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
-    games = args.games or (2 if args.smoke else 20 if args.quick else 200)
+    games = args.games or (2 if args.smoke else 20 if args.quick else 98)
     with_kaggle = kaggle_installed() and not args.smoke
     specs = players(args.time_budget, with_kaggle)
     if args.smoke:
@@ -80,7 +82,7 @@ def main() -> None:
             flush=True,
         )
 
-    print(f"## Strength: {games} games per pairing on 6x7, seats alternating\n")
+    print(f"## Strength: {games} games per pairing on 6x7 from the two-ply openings\n")
     print(
         f"alphabeta's time budget: {args.time_budget:g} s per move (its default is 1 s); "
         f"kaggle-environments' negamax {'included' if with_kaggle else 'not installed'}; "
