@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._kernels_common import as_dims
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
@@ -33,10 +34,12 @@ from connectx_gym.bitboard import column_mask, has_line, possible_moves
 
 
 def onestep_scores(
-    current: int, mask: int, own_weights: np.ndarray, other_weights: np.ndarray, d: Dims, out
+    current: int, mask: int, own_weights: np.ndarray, other_weights: np.ndarray, dims, out
 ) -> None:
     """``out[c]``: the heuristic of the board after the player to move drops a disc in column
-    ``c``, from that player's point of view; NaN for full columns."""
+    ``c``, from that player's point of view; NaN for full columns. ``dims``: the
+    :class:`~baselines._layout.Dims` or their array (:func:`~baselines._layout.dims_arg`)."""
+    d = as_dims(dims)
     other = current ^ mask
     moves = possible_moves(mask, d.bottom, d.board)
     for column in range(d.columns):
@@ -146,7 +149,7 @@ def minimax_run(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    d: Dims,
+    dims,
     out: np.ndarray,
     frames,
     bounds: np.ndarray,
@@ -159,8 +162,10 @@ def minimax_run(
     pruned only when it is strictly worse than the best so far, so ties stay exact).
 
     Returns False when ``state``'s node budget ran out first: call again with the same arrays
-    (and a larger budget) to carry on; True when ``out`` is complete.
+    (and a larger budget) to carry on; True when ``out`` is complete. ``dims``: the
+    :class:`~baselines._layout.Dims` or their array.
     """
+    d = as_dims(dims)
     opponent = current ^ mask
     moves = possible_moves(mask, d.bottom, d.board)
     columns = order.shape[0]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._kernels_common import as_dims
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
@@ -86,11 +87,13 @@ def _resume(depth: int, order: np.ndarray, d: Dims, frames, bounds, state) -> tu
 
 
 def negamax_run(
-    current: int, mask: int, depth: int, order: np.ndarray, d: Dims, out, frames, bounds, state
+    current: int, mask: int, depth: int, order: np.ndarray, dims, out, frames, bounds, state
 ) -> bool:
     """``out[c]``: 1 if column ``c`` wins at once, else ``-value(child, depth - 1)``; NaN when
     ``c`` is full. Returns False when ``state``'s node budget ran out first (call again with
-    the same arrays and a larger budget to carry on), True when ``out`` is complete."""
+    the same arrays and a larger budget to carry on), True when ``out`` is complete. ``dims``:
+    the :class:`~baselines._layout.Dims` or their array."""
+    d = as_dims(dims)
     moves = possible_moves(mask, d.bottom, d.board)
     wins = winning_cells(current, moves, d.height, d.inarow, d.size)
     columns = order.shape[0]

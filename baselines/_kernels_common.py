@@ -1,0 +1,106 @@
+"""Helpers shared by the search kernels: one copy each, compiled with the kernels that call them.
+
+Written on integer bitboards like the kernels (:mod:`baselines._dual` compiles this module with
+numba for boards of up to 64 bits and runs it on Python integers otherwise). ``d`` is the
+geometry's :class:`~baselines._layout.Dims`; ``frames`` and ``table`` follow
+:mod:`baselines._layout`.
+"""
+
+from __future__ import annotations
+
+from baselines._layout import FRAME_MOVES, TABLE_KEY, Dims
+from connectx_gym.bitboard import column_mask, popcount, winning_cells
+
+
+def as_dims(dims) -> Dims:
+    """The :class:`Dims` of a kernel's dims argument: the named tuple itself, or its fields in
+    an array (:func:`baselines._layout.dims_arg`)."""
+    return Dims(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
+
+
+def non_losing_moves(mask: int, opponent_wins: int, d: Dims) -> int:
+    """Moves (one bit per column) that do not let the opponent win at once; 0 when none.
+
+    ``opponent_wins`` are the opponent's winning cells. The side to move must not have a winning
+    move itself (callers check it first). A single forced block is the only candidate; two
+    threats to block lose; a move under an opponent's winning cell hands it over.
+    """
+    possible = (mask + d.bottom) & d.board
+    forced = possible & opponent_wins
+    if forced:
+        if forced & (forced - 1):
+            return 0
+        possible = forced
+    return possible & ~(opponent_wins >> 1)
+
+
+def sort_moves(
+    current: int, mask: int, moves: int, first: int, order, d: Dims, frames, ply: int
+) -> int:
+    """Write the columns of ``moves`` into row ``ply`` of ``frames`` (from ``FRAME_MOVES``), best
+    first, and return how many.
+
+    Column ``first`` (a table's move, or -1) leads; then the moves that make the most winning
+    cells for the mover; ties keep ``order`` (centre first). Beside each column the row keeps
+    its key and the winning cells it makes (the child's opponent threats; -1 when ``moves`` is a
+    single move, which is not sorted and left to the child to compute).
+    """
+    columns = d.columns
+    keys = FRAME_MOVES + columns  # first cell of the keys run
+    wins_at = keys + columns  # first cell of the winning-cells run
+    empty = d.board & ~mask
+    single = moves & (moves - 1) == 0
+    count = 0
+    for index in range(columns):
+        column = int(order[index])
+        move = moves & column_mask(column, d.height)
+        if move == 0:
+            continue
+        wins = -1
+        key = 0
+        if not single:
+            wins = winning_cells(current | move, empty & ~move, d.height, d.inarow, d.size)
+            key = popcount(wins)
+        if column == first:
+            key = 1 << 20  # above any count of cells
+        # Insertion sort; strict comparison keeps the order of equal keys.
+        place = count
+        while place > 0 and frames[ply, keys + place - 1] < key:
+            frames[ply, FRAME_MOVES + place] = frames[ply, FRAME_MOVES + place - 1]
+            frames[ply, keys + place] = frames[ply, keys + place - 1]
+            frames[ply, wins_at + place] = frames[ply, wins_at + place - 1]
+            place -= 1
+        frames[ply, FRAME_MOVES + place] = column
+        frames[ply, keys + place] = key
+        frames[ply, wins_at + place] = wins
+        count += 1
+    return count
+
+
+def threats_of(frames, ply: int, index: int, d: Dims) -> int:
+    """The winning cells that move ``index`` of row ``ply``'s sorted list gives its mover (-1
+    when :func:`sort_moves` did not compute them)."""
+    return frames[ply, FRAME_MOVES + 2 * d.columns + index]
+
+
+def position_key(current: int, mask: int) -> int:
+    """The table key of a position: unique under Pons' layout and never 0 (the empty slot). On
+    a 64-bit board it may wrap to a negative ``int64``; it is stored and compared whole, and
+    ``%`` is Python's, so its slot is still valid."""
+    return current + mask + 1
+
+
+def probe(table, key: int) -> int:
+    """The slot of ``table`` holding ``key``, or -1 when the position is not stored."""
+    slot = key % table.shape[0]
+    if table[slot, TABLE_KEY] == key:
+        return slot
+    return -1
+
+
+def store(table, key: int) -> int:
+    """The slot of ``key`` in ``table``, claimed for it (replacing what was there): the caller
+    writes its data in that row."""
+    slot = key % table.shape[0]
+    table[slot, TABLE_KEY] = key
+    return slot
