@@ -27,8 +27,10 @@ from numba import objmode
 from baselines._kernels_common import (
     as_dims,
     non_losing_moves,
+    open_frame,
     position_key,
     probe,
+    raise_value,
     sort_moves,
     store,
     threats_of,
@@ -172,16 +174,13 @@ def search(
                     cut = cut or node_alpha >= node_beta
                     result = stored
             if not cut:
-                frames[ply, FRAME_CURRENT] = node_current
-                frames[ply, FRAME_MASK] = node_mask
-                frames[ply, FRAME_NEXT] = 0
+                open_frame(
+                    frames, bounds, ply, node_current, node_mask, node_alpha, node_beta, -INFINITY
+                )
                 frames[ply, FRAME_BEST] = -1
                 frames[ply, FRAME_COUNT] = sort_moves(
                     node_current, node_mask, node_moves, first, order, d, frames, ply
                 )
-                bounds[ply, BOUND_ALPHA] = node_alpha
-                bounds[ply, BOUND_BETA] = node_beta
-                bounds[ply, BOUND_VALUE] = -INFINITY
                 continue
             if ply == 0:
                 return result
@@ -234,9 +233,5 @@ def search(
                 return result
             ply -= 1
         # ``result`` is the score of the child last played at ``ply``, from the child's side.
-        score = -result
-        if score > bounds[ply, BOUND_VALUE]:
-            bounds[ply, BOUND_VALUE] = score
-            if score > bounds[ply, BOUND_ALPHA]:
-                bounds[ply, BOUND_ALPHA] = score
-                frames[ply, FRAME_BEST] = frames[ply, FRAME_MOVES + frames[ply, FRAME_NEXT] - 1]
+        if raise_value(bounds, ply, -result):
+            frames[ply, FRAME_BEST] = frames[ply, FRAME_MOVES + frames[ply, FRAME_NEXT] - 1]

@@ -8,14 +8,58 @@ geometry's :class:`~baselines._layout.Dims`; ``frames`` and ``table`` follow
 
 from __future__ import annotations
 
-from baselines._layout import FRAME_MOVES, TABLE_KEY, Dims
-from connectx_gym.bitboard import column_mask, popcount, winning_cells
+from baselines._layout import (
+    BOUND_ALPHA,
+    BOUND_BETA,
+    BOUND_VALUE,
+    FRAME_CURRENT,
+    FRAME_MASK,
+    FRAME_MOVES,
+    FRAME_NEXT,
+    TABLE_KEY,
+    Dims,
+)
+from connectx_gym.bitboard import column_mask, popcount, possible_moves, winning_cells
 
 
 def as_dims(dims) -> Dims:
     """The :class:`Dims` of a kernel's dims argument: the named tuple itself, or its fields in
     an array (:func:`baselines._layout.dims_arg`)."""
     return Dims(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
+
+
+def open_frame(frames, bounds, ply: int, current: int, mask: int, alpha, beta, value) -> None:
+    """Row ``ply`` of the stack: the node ``(current, mask)``, no move tried yet, the window
+    ``(alpha, beta)`` and the value so far."""
+    frames[ply, FRAME_CURRENT] = current
+    frames[ply, FRAME_MASK] = mask
+    frames[ply, FRAME_NEXT] = 0
+    bounds[ply, BOUND_ALPHA] = alpha
+    bounds[ply, BOUND_BETA] = beta
+    bounds[ply, BOUND_VALUE] = value
+
+
+def next_move(frames, bounds, ply: int, order, d: Dims) -> int:
+    """The next legal move (one bit) of row ``ply`` in the column ``order``, moving its
+    ``FRAME_NEXT`` past it; 0 when every column was tried or the window is closed (a cut-off)."""
+    move = 0
+    if bounds[ply, BOUND_ALPHA] < bounds[ply, BOUND_BETA]:
+        moves = possible_moves(frames[ply, FRAME_MASK], d.bottom, d.board)
+        while frames[ply, FRAME_NEXT] < order.shape[0] and move == 0:
+            move = moves & column_mask(int(order[frames[ply, FRAME_NEXT]]), d.height)
+            frames[ply, FRAME_NEXT] += 1
+    return move
+
+
+def raise_value(bounds, ply: int, score) -> bool:
+    """Negamax step of row ``ply`` with a child's ``score`` (from the row's side): keep the
+    best value and raise alpha to it; True when alpha rose."""
+    if score > bounds[ply, BOUND_VALUE]:
+        bounds[ply, BOUND_VALUE] = score
+        if score > bounds[ply, BOUND_ALPHA]:
+            bounds[ply, BOUND_ALPHA] = score
+            return True
+    return False
 
 
 def non_losing_moves(mask: int, opponent_wins: int, d: Dims) -> int:

@@ -26,6 +26,7 @@ from __future__ import annotations
 from baselines._kernels_common import (
     as_dims,
     non_losing_moves,
+    open_frame,
     position_key,
     probe,
     sort_moves,
@@ -122,14 +123,10 @@ def negamax(
                     if alpha >= beta:
                         value = beta
                         continue
-            frames[moves, FRAME_CURRENT] = current
-            frames[moves, FRAME_MASK] = mask
-            frames[moves, FRAME_NEXT] = 0
+            open_frame(frames, bounds, moves, current, mask, alpha, beta, 0)
             frames[moves, FRAME_COUNT] = sort_moves(
                 current, mask, possible, -1, order, d, frames, moves
             )
-            bounds[moves, BOUND_ALPHA] = alpha
-            bounds[moves, BOUND_BETA] = beta
         else:
             # ``value`` is the score of the node at ply ``moves``: hand it to its parent.
             if moves == root:
