@@ -26,6 +26,7 @@ from numba import objmode
 
 from baselines._kernels_common import (
     as_dims,
+    move_to_front,
     non_losing_moves,
     open_frame,
     position_key,
@@ -178,9 +179,10 @@ def search(
                     frames, bounds, ply, node_current, node_mask, node_alpha, node_beta, -INFINITY
                 )
                 frames[ply, FRAME_BEST] = -1
-                frames[ply, FRAME_COUNT] = sort_moves(
-                    node_current, node_mask, node_moves, first, order, d, frames, ply
-                )
+                count = sort_moves(node_current, node_mask, node_moves, order, d, frames, ply)
+                if first >= 0:  # the table's best move leads
+                    move_to_front(frames, ply, count, first, d)
+                frames[ply, FRAME_COUNT] = count
                 continue
             if ply == 0:
                 return result

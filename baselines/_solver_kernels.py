@@ -125,7 +125,7 @@ def negamax(
                         continue
             open_frame(frames, bounds, moves, current, mask, alpha, beta, 0)
             frames[moves, FRAME_COUNT] = sort_moves(
-                current, mask, possible, -1, order, d, frames, moves
+                current, mask, possible, order, d, frames, moves
             )
         else:
             # ``value`` is the score of the node at ply ``moves``: hand it to its parent.
