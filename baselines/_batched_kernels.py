@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT, Dims
+from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT
 from baselines._minimax import minimax_run, onestep_scores
 from baselines._negamax import negamax_run
 
@@ -26,7 +26,7 @@ def board_scores(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    d: Dims,
+    dims,
     frames: np.ndarray,
     bounds: np.ndarray,
     state: np.ndarray,
@@ -36,7 +36,7 @@ def board_scores(
     policy computes them for ``act`` (minimax: only the best columns exact). ``frames``,
     ``bounds`` and ``state`` are the search's scratch arrays, reused from board to board."""
     if kind == ONESTEP:
-        onestep_scores(current, mask, own_weights, other_weights, d, out)
+        onestep_scores(current, mask, own_weights, other_weights, dims, out)
         return
     state[STAT_NODES] = 0
     state[STAT_BUDGET] = UNLIMITED
@@ -44,11 +44,11 @@ def board_scores(
     state[STAT_ROOT] = 0
     if kind == MINIMAX:
         minimax_run(
-            current, mask, depth, False, own_weights, other_weights, order, d, out, frames,
+            current, mask, depth, False, own_weights, other_weights, order, dims, out, frames,
             bounds, state,
         )  # fmt: skip
     else:
-        negamax_run(current, mask, depth, order, d, out, frames, bounds, state)
+        negamax_run(current, mask, depth, order, dims, out, frames, bounds, state)
 
 
 def batch_scores(
@@ -59,7 +59,7 @@ def batch_scores(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    d: Dims,
+    dims,
     frames: np.ndarray,
     bounds: np.ndarray,
     state: np.ndarray,
@@ -68,6 +68,6 @@ def batch_scores(
     """``out[k]``: :func:`board_scores` of board ``k`` (``current[k]``, ``mask[k]``)."""
     for k in range(current.shape[0]):
         board_scores(
-            kind, current[k], mask[k], depth, own_weights, other_weights, order, d, frames,
+            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames,
             bounds, state, out[k],
         )  # fmt: skip

@@ -1,16 +1,23 @@
 """The shapes the search kernels share: board dimensions, stack frames and search state.
 
 * :class:`Dims`: the geometry's integers as one named tuple (numba compiles named tuples of
-  integers), passed to a kernel instead of five to seven loose integers.
-* A resumable search keeps its explicit stack in two arrays of one row per ply, made by
-  :func:`new_frames`: ``frames`` (``int64``; columns :data:`FRAME_CURRENT`, :data:`FRAME_MASK`,
-  :data:`FRAME_NEXT`) and ``bounds`` (``float64``; columns :data:`BOUND_ALPHA`,
-  :data:`BOUND_BETA`, :data:`BOUND_VALUE`).
-* ``state``: an ``int64`` array with named indices (:func:`new_state`): nodes visited, the node
-  budget of the current call, the ply of the open frame (-1: none) and the root column being
-  searched. A kernel stops when it has spent its budget and carries on from ``state``, frames and
-  bounds when called again, so the caller can run a long search in bounded chunks (and Python
-  can handle Ctrl-C between them).
+  integers), passed to a kernel instead of five to seven loose integers. The Python side passes
+  :func:`dims_arg` (the same fields as one ``int64`` array on boards of up to 64 bits: numba reads
+  an array argument a few microseconds faster than a tuple); kernels take either and read it with
+  :func:`baselines._kernels_common.as_dims`.
+* Every search (minimax, negamax, alpha-beta, solver) keeps its explicit stack in two arrays of
+  one row per ply, made by :func:`new_frames`: ``frames`` (integers; columns :data:`FRAME_CURRENT`,
+  :data:`FRAME_MASK`, :data:`FRAME_NEXT`, :data:`FRAME_COUNT`, :data:`FRAME_BEST`, then from
+  :data:`FRAME_MOVES` the node's sorted move list) and ``bounds`` (``float64``; columns
+  :data:`BOUND_ALPHA`, :data:`BOUND_BETA`, :data:`BOUND_VALUE`).
+* ``state`` (``stats``): an ``int64`` array with named indices (:func:`new_state`): nodes visited,
+  the node budget of the current call, the ply of the open frame (-1: none), the root column
+  being searched, whether the search was aborted, the next clock read. A resumable kernel stops
+  when it has spent its budget and carries on from ``state``, frames and bounds when called
+  again, so the caller can run a long search in bounded chunks (and Python can handle Ctrl-C
+  between them).
+* A transposition table is one 2-D array of one row per slot: the position's key
+  (:data:`TABLE_KEY`, 0: empty) and the search's own data in the next columns.
 """
 
 from __future__ import annotations
@@ -22,11 +29,17 @@ import numpy as np
 
 from connectx_gym.bitboard import Geometry
 
-# Columns of ``frames``: the position of the ply's node and the index (in the move order) of
-# its next move to try.
+# Columns of ``frames``: the position of the ply's node, the index of its next move to try (in
+# the column order, or in its sorted move list), the length of that list and the best column so
+# far (-1: none raised alpha). From FRAME_MOVES on, the sorting searches keep three runs of
+# ``columns`` cells: the sorted columns, their sort keys, and the winning cells each move gives
+# the mover (-1: not computed), which are the opponent's threats in the child.
 FRAME_CURRENT = 0
 FRAME_MASK = 1
 FRAME_NEXT = 2
+FRAME_COUNT = 3
+FRAME_BEST = 4
+FRAME_MOVES = 5
 # Columns of ``bounds``: the node's window and its best value so far.
 BOUND_ALPHA = 0
 BOUND_BETA = 1
@@ -39,7 +52,10 @@ STAT_PLY = 2  # ply of the innermost open frame; -1 when no search below the roo
 STAT_ROOT = 3  # index, in the move order, of the root column being searched
 STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline (result void)
 STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
-STAT_SIZE = 6  # the solver keeps its column order after these
+STAT_SIZE = 6
+
+# Column of a transposition table row holding the key of the position stored there.
+TABLE_KEY = 0
 
 
 class Dims(NamedTuple):
@@ -60,11 +76,31 @@ def dims(geometry: Geometry) -> Dims:
     return Dims(g.bottom, g.board, g.height, g.inarow, g.size, g.columns, g.cells)
 
 
+def dims_arg(geometry: Geometry) -> Dims | np.ndarray:
+    """The :class:`Dims` of ``geometry`` as a kernel call takes them: one ``int64`` array on
+    boards of up to 64 bits (cheaper for numba to dispatch on than a named tuple), the named
+    tuple itself on larger boards (their masks do not fit in ``int64``)."""
+    d = dims(geometry)
+    return np.array(d, dtype=np.int64) if geometry.fits_64_bits else d
+
+
+def center_order(columns: int) -> np.ndarray:
+    """Columns from the centre outwards (left first on ties): a good alpha-beta move order."""
+    center = (columns - 1) / 2
+    return np.array(sorted(range(columns), key=lambda c: (abs(c - center), c)), dtype=np.int64)
+
+
+def frame_width(columns: int) -> int:
+    """Columns of a ``frames`` row on a board of ``columns`` columns."""
+    return FRAME_MOVES + 3 * columns
+
+
 def new_frames(depth: int, geometry: Geometry) -> tuple[np.ndarray, np.ndarray]:
     """Empty ``frames`` and ``bounds`` for a search ``depth`` plies deep on ``geometry``
     (``frames`` of Python integers when the board does not fit in 64 bits)."""
     dtype = np.int64 if geometry.fits_64_bits else object
-    return np.zeros((depth + 1, 3), dtype=dtype), np.zeros((depth + 1, 3))
+    rows = depth + 1
+    return np.zeros((rows, frame_width(geometry.columns)), dtype=dtype), np.zeros((rows, 3))
 
 
 def new_state() -> np.ndarray:

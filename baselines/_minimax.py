@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._kernels_common import as_dims, next_move, open_frame, raise_value
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     BOUND_VALUE,
     FRAME_CURRENT,
     FRAME_MASK,
-    FRAME_NEXT,
     STAT_BUDGET,
     STAT_NODES,
     STAT_PLY,
@@ -33,10 +33,12 @@ from connectx_gym.bitboard import column_mask, has_line, possible_moves
 
 
 def onestep_scores(
-    current: int, mask: int, own_weights: np.ndarray, other_weights: np.ndarray, d: Dims, out
+    current: int, mask: int, own_weights: np.ndarray, other_weights: np.ndarray, dims, out
 ) -> None:
     """``out[c]``: the heuristic of the board after the player to move drops a disc in column
-    ``c``, from that player's point of view; NaN for full columns."""
+    ``c``, from that player's point of view; NaN for full columns. ``dims``: the
+    :class:`~baselines._layout.Dims` or their array (:func:`~baselines._layout.dims_arg`)."""
+    d = as_dims(dims)
     other = current ^ mask
     moves = possible_moves(mask, d.bottom, d.board)
     for column in range(d.columns):
@@ -87,21 +89,13 @@ def _resume(
     """Carry on the search of the node in frame 0 (the opponent to move, ``depth`` plies left):
     ``(finished, value)``, the value exact when strictly inside the window of frame 0, else a
     bound on the same side (fail-soft). The opponent moves (minimises) at even plies."""
-    columns = order.shape[0]
     ply = state[STAT_PLY]
     while True:
         if state[STAT_NODES] >= state[STAT_BUDGET]:
             state[STAT_PLY] = ply
             return False, 0.0
         maxing = ply % 2 == 1
-        current = frames[ply, FRAME_CURRENT]
-        mask = frames[ply, FRAME_MASK]
-        move = 0
-        if bounds[ply, BOUND_ALPHA] < bounds[ply, BOUND_BETA]:
-            moves = possible_moves(mask, d.bottom, d.board)
-            while frames[ply, FRAME_NEXT] < columns and move == 0:
-                move = moves & column_mask(int(order[frames[ply, FRAME_NEXT]]), d.height)
-                frames[ply, FRAME_NEXT] += 1
+        move = next_move(frames, bounds, ply, order, d)
         if move == 0:
             # All children seen, or a cut-off: return this node's value to its parent.
             result = bounds[ply, BOUND_VALUE]
@@ -112,6 +106,7 @@ def _resume(
             maxing = not maxing
         else:
             state[STAT_NODES] += 1
+            current, mask = frames[ply, FRAME_CURRENT], frames[ply, FRAME_MASK]
             mover = current | move
             waiting = current ^ mask
             agent, opponent = (mover, waiting) if maxing else (waiting, mover)
@@ -119,19 +114,13 @@ def _resume(
                 agent, opponent, maxing, depth - ply - 1, own_weights, other_weights, d
             )
             if not leaf:
+                alpha, beta = bounds[ply, BOUND_ALPHA], bounds[ply, BOUND_BETA]
+                value = np.inf if maxing else -np.inf
                 ply += 1
-                frames[ply, FRAME_CURRENT] = waiting
-                frames[ply, FRAME_MASK] = mask | move
-                frames[ply, FRAME_NEXT] = 0
-                bounds[ply, BOUND_ALPHA] = bounds[ply - 1, BOUND_ALPHA]
-                bounds[ply, BOUND_BETA] = bounds[ply - 1, BOUND_BETA]
-                bounds[ply, BOUND_VALUE] = np.inf if maxing else -np.inf
+                open_frame(frames, bounds, ply, waiting, mask | move, alpha, beta, value)
                 continue
         if maxing:
-            if result > bounds[ply, BOUND_VALUE]:
-                bounds[ply, BOUND_VALUE] = result
-                if result > bounds[ply, BOUND_ALPHA]:
-                    bounds[ply, BOUND_ALPHA] = result
+            raise_value(bounds, ply, result)
         elif result < bounds[ply, BOUND_VALUE]:
             bounds[ply, BOUND_VALUE] = result
             if result < bounds[ply, BOUND_BETA]:
@@ -146,7 +135,7 @@ def minimax_run(
     own_weights: np.ndarray,
     other_weights: np.ndarray,
     order: np.ndarray,
-    d: Dims,
+    dims,
     out: np.ndarray,
     frames,
     bounds: np.ndarray,
@@ -159,8 +148,10 @@ def minimax_run(
     pruned only when it is strictly worse than the best so far, so ties stay exact).
 
     Returns False when ``state``'s node budget ran out first: call again with the same arrays
-    (and a larger budget) to carry on; True when ``out`` is complete.
+    (and a larger budget) to carry on; True when ``out`` is complete. ``dims``: the
+    :class:`~baselines._layout.Dims` or their array.
     """
+    d = as_dims(dims)
     opponent = current ^ mask
     moves = possible_moves(mask, d.bottom, d.board)
     columns = order.shape[0]
@@ -186,12 +177,7 @@ def minimax_run(
                 out[column] = value
                 state[STAT_ROOT] += 1
                 continue
-            frames[0, FRAME_CURRENT] = opponent
-            frames[0, FRAME_MASK] = mask | move
-            frames[0, FRAME_NEXT] = 0
-            bounds[0, BOUND_ALPHA] = alpha
-            bounds[0, BOUND_BETA] = np.inf
-            bounds[0, BOUND_VALUE] = np.inf
+            open_frame(frames, bounds, 0, opponent, mask | move, alpha, np.inf, np.inf)
             state[STAT_PLY] = 0
         finished, value = _resume(
             depth - 1, own_weights, other_weights, order, d, frames, bounds, state

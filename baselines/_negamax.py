@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import numpy as np
 
+from baselines._kernels_common import as_dims, next_move, open_frame, raise_value
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     BOUND_VALUE,
     FRAME_CURRENT,
     FRAME_MASK,
-    FRAME_NEXT,
     STAT_BUDGET,
     STAT_NODES,
     STAT_PLY,
@@ -44,20 +44,12 @@ def _leaf(current: int, mask: int, depth: int, d: Dims) -> tuple[bool, int]:
 def _resume(depth: int, order: np.ndarray, d: Dims, frames, bounds, state) -> tuple[bool, int]:
     """Carry on the search of the node in frame 0 (``depth`` plies left): ``(finished,
     value)``, alpha-beta fail-soft (exact when strictly inside the window of frame 0)."""
-    columns = order.shape[0]
     ply = state[STAT_PLY]
     while True:
         if state[STAT_NODES] >= state[STAT_BUDGET]:
             state[STAT_PLY] = ply
             return False, 0
-        current = frames[ply, FRAME_CURRENT]
-        mask = frames[ply, FRAME_MASK]
-        move = 0
-        if bounds[ply, BOUND_ALPHA] < bounds[ply, BOUND_BETA]:
-            moves = possible_moves(mask, d.bottom, d.board)
-            while frames[ply, FRAME_NEXT] < columns and move == 0:
-                move = moves & column_mask(int(order[frames[ply, FRAME_NEXT]]), d.height)
-                frames[ply, FRAME_NEXT] += 1
+        move = next_move(frames, bounds, ply, order, d)
         if move == 0:
             result = int(bounds[ply, BOUND_VALUE])
             if ply == 0:
@@ -66,31 +58,26 @@ def _resume(depth: int, order: np.ndarray, d: Dims, frames, bounds, state) -> tu
             ply -= 1
         else:
             state[STAT_NODES] += 1
+            current, mask = frames[ply, FRAME_CURRENT], frames[ply, FRAME_MASK]
             child_current = current ^ mask
             child_mask = mask | move
             leaf, result = _leaf(child_current, child_mask, depth - ply - 1, d)
             if not leaf:
+                alpha, beta = -bounds[ply, BOUND_BETA], -bounds[ply, BOUND_ALPHA]
                 ply += 1
-                frames[ply, FRAME_CURRENT] = child_current
-                frames[ply, FRAME_MASK] = child_mask
-                frames[ply, FRAME_NEXT] = 0
-                bounds[ply, BOUND_ALPHA] = -bounds[ply - 1, BOUND_BETA]
-                bounds[ply, BOUND_BETA] = -bounds[ply - 1, BOUND_ALPHA]
-                bounds[ply, BOUND_VALUE] = -2
+                open_frame(frames, bounds, ply, child_current, child_mask, alpha, beta, -2)
                 continue
-        score = -result
-        if score > bounds[ply, BOUND_VALUE]:
-            bounds[ply, BOUND_VALUE] = score
-            if score > bounds[ply, BOUND_ALPHA]:
-                bounds[ply, BOUND_ALPHA] = score
+        raise_value(bounds, ply, -result)
 
 
 def negamax_run(
-    current: int, mask: int, depth: int, order: np.ndarray, d: Dims, out, frames, bounds, state
+    current: int, mask: int, depth: int, order: np.ndarray, dims, out, frames, bounds, state
 ) -> bool:
     """``out[c]``: 1 if column ``c`` wins at once, else ``-value(child, depth - 1)``; NaN when
     ``c`` is full. Returns False when ``state``'s node budget ran out first (call again with
-    the same arrays and a larger budget to carry on), True when ``out`` is complete."""
+    the same arrays and a larger budget to carry on), True when ``out`` is complete. ``dims``:
+    the :class:`~baselines._layout.Dims` or their array."""
+    d = as_dims(dims)
     moves = possible_moves(mask, d.bottom, d.board)
     wins = winning_cells(current, moves, d.height, d.inarow, d.size)
     columns = order.shape[0]
@@ -112,12 +99,7 @@ def negamax_run(
                 out[column] = -value
                 state[STAT_ROOT] += 1
                 continue
-            frames[0, FRAME_CURRENT] = current ^ mask
-            frames[0, FRAME_MASK] = mask | move
-            frames[0, FRAME_NEXT] = 0
-            bounds[0, BOUND_ALPHA] = -2
-            bounds[0, BOUND_BETA] = 2
-            bounds[0, BOUND_VALUE] = -2
+            open_frame(frames, bounds, 0, current ^ mask, mask | move, -2, 2, -2)
             state[STAT_PLY] = 0
         finished, value = _resume(depth - 1, order, d, frames, bounds, state)
         if not finished:

@@ -3,18 +3,18 @@
 Written once on integer bitboards: :func:`baselines._dual.backend` compiles this module with numba
 when the board fits in 64 bits and runs it on Python integers otherwise. Every kernel takes
 
-- ``d``: the geometry's :class:`~baselines._layout.Dims`;
+- ``d``: the geometry's :class:`~baselines._layout.Dims` (or their array,
+  :func:`~baselines._layout.dims_arg`);
 - ``table``: the transposition table, an ``(n, 2)`` array of ``(key, bound)`` rows (``int64``, or
-  ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position is
-  ``current + mask``, unique under Pons' layout, and stored whole, so entries never collide (on a
-  64-bit board it may wrap to a negative ``int64``; ``%`` is Python's, so its slot is still valid);
-- ``scratch``: a ``(cells + 1, 3 * columns + 7)`` array (``int64``, or ``object`` like the
-  table), one row per ply: the search's stack. A node sorts its moves there (columns, their threat
-  counts, the winning cells they give) and keeps its frame (position, window, key, move index);
-- ``stats``: ``int64`` array, the named indices of :mod:`baselines._layout` followed by the column
-  order (from ``STAT_SIZE`` on); a search that visits more than ``stats[STAT_BUDGET]`` nodes sets
-  ``stats[STAT_ABORTED]`` and returns garbage, which the caller discards
-  (nothing is stored in the table after an abort, so the table stays exact).
+  ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position
+  (:func:`~baselines._kernels_common.position_key`) is unique and stored whole, so entries never
+  collide;
+- ``order``: the columns, centre first (ties in the move ordering keep it);
+- ``frames`` and ``bounds``: the search's stack, one row per number of stones on the board
+  (``cells + 1`` rows), in the layout of :mod:`baselines._layout`;
+- ``stats``: the ``int64`` state array of :mod:`baselines._layout`; a search that visits more
+  than ``stats[STAT_BUDGET]`` nodes sets ``stats[STAT_ABORTED]`` and returns garbage, which the
+  caller discards (nothing is stored in the table after an abort, so the table stays exact).
 
 Scores follow Pons' convention: with ``cells`` cells and ``moves`` stones on the board, a win for
 the side to move with its next stone scores ``(cells + 1 - moves) // 2``, one stone later one
@@ -23,26 +23,35 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 
 from __future__ import annotations
 
-from baselines._layout import STAT_ABORTED, STAT_BUDGET, STAT_NODES, STAT_SIZE, Dims
-from connectx_gym.bitboard import column_mask, has_line, popcount, winning_cells
+from baselines._kernels_common import (
+    as_dims,
+    non_losing_moves,
+    open_frame,
+    position_key,
+    probe,
+    sort_moves,
+    store,
+    threats_of,
+)
+from baselines._layout import (
+    BOUND_ALPHA,
+    BOUND_BETA,
+    FRAME_COUNT,
+    FRAME_CURRENT,
+    FRAME_MASK,
+    FRAME_MOVES,
+    FRAME_NEXT,
+    STAT_ABORTED,
+    STAT_BUDGET,
+    STAT_NODES,
+    Dims,
+)
+from connectx_gym.bitboard import column_mask, has_line, winning_cells
 
 #: Returned by :func:`solve_position` for a position in which a player already has a line.
 GAME_OVER = 1 << 30
-
-
-def non_losing_moves(mask: int, opponent_wins: int, d: Dims) -> int:
-    """Moves (one bit per column) that do not let the opponent win at once; 0 when none.
-
-    ``opponent_wins`` are the opponent's winning cells. The side to move must not have a winning
-    move itself (callers check it first).
-    """
-    possible = (mask + d.bottom) & d.board
-    forced = possible & opponent_wins
-    if forced:
-        if forced & (forced - 1):
-            return 0
-        possible = forced
-    return possible & ~(opponent_wins >> 1)
+#: Column of a table row holding the bound (see :func:`negamax`).
+TABLE_BOUND = 1
 
 
 def negamax(
@@ -53,25 +62,21 @@ def negamax(
     beta: int,
     d: Dims,
     table,
-    scratch,
+    order,
+    frames,
+    bounds,
     stats,
 ) -> int:
     """Score of a position whose mover cannot win at once, within the window ``(alpha, beta)``.
 
     Fail-hard bounds as in Pons: a result ``<= alpha`` is an upper bound of the true score, one
-    ``>= beta`` a lower bound, one in between exact. The recursion runs on an explicit stack, one
-    row of ``scratch`` per ply (numba cannot cache recursive functions).
+    ``>= beta`` a lower bound, one in between exact. The recursion runs on an explicit stack, row
+    ``moves`` of ``frames`` and ``bounds`` for the node with ``moves`` stones (numba cannot cache
+    recursive functions). The table stores a lower bound ``b`` as ``-(b + offset)`` and an upper
+    bound as ``b + offset``, shifted away from 0, the empty entry.
     """
-    height, size, inarow, board, cells, columns = (
-        d.height,
-        d.size,
-        d.inarow,
-        d.board,
-        d.cells,
-        d.columns,
-    )
-    frame = 3 * columns  # first column of a row's frame: current, mask, alpha, beta, key, index
-    offset = cells + 2  # bounds are stored shifted away from 0, the empty entry
+    height, size, inarow, board, cells = d.height, d.size, d.inarow, d.board, d.cells
+    offset = cells + 2
     root = moves
     opponent_wins = -1
     value = 0
@@ -84,9 +89,8 @@ def negamax(
             if stats[STAT_NODES] > stats[STAT_BUDGET]:
                 stats[STAT_ABORTED] = 1
                 return 0
-            empty = board & ~mask
             if opponent_wins < 0:
-                opponent_wins = winning_cells(current ^ mask, empty, height, inarow, size)
+                opponent_wins = winning_cells(current ^ mask, board & ~mask, height, inarow, size)
             possible = non_losing_moves(mask, opponent_wins, d)
             if possible == 0:
                 value = -((cells - moves) // 2)
@@ -106,10 +110,9 @@ def negamax(
                 if alpha >= beta:
                     value = beta
                     continue
-            key = current + mask
-            slot = key % table.shape[0]
-            if table[slot, 0] == key:
-                bound = int(table[slot, 1])
+            slot = probe(table, position_key(current, mask))
+            if slot >= 0:
+                bound = int(table[slot, TABLE_BOUND])
                 if bound < 0 and alpha < -bound - offset:
                     alpha = -bound - offset
                     if alpha >= beta:
@@ -120,69 +123,36 @@ def negamax(
                     if alpha >= beta:
                         value = beta
                         continue
-            # Order the moves by the number of winning cells they give the mover, centre first
-            # on ties; those cells are the child's opponent_wins, kept in the row's third part.
-            count = 0
-            for index in range(columns):
-                column = int(stats[STAT_SIZE + index])
-                move = possible & column_mask(column, height)
-                if move:
-                    wins = -1
-                    threats = 0
-                    if possible & (possible - 1):
-                        wins = winning_cells(current | move, empty & ~move, height, inarow, size)
-                        threats = popcount(wins)
-                    place = count
-                    while place > 0 and scratch[moves, columns + place - 1] < threats:
-                        scratch[moves, place] = scratch[moves, place - 1]
-                        scratch[moves, columns + place] = scratch[moves, columns + place - 1]
-                        scratch[moves, frame - columns + place] = scratch[
-                            moves, frame - columns + place - 1
-                        ]
-                        place -= 1
-                    scratch[moves, place] = column
-                    scratch[moves, columns + place] = threats
-                    scratch[moves, frame - columns + place] = wins
-                    count += 1
-            scratch[moves, frame] = current
-            scratch[moves, frame + 1] = mask
-            scratch[moves, frame + 2] = alpha
-            scratch[moves, frame + 3] = beta
-            scratch[moves, frame + 4] = key
-            scratch[moves, frame + 5] = 0
-            scratch[moves, frame + 6] = count
+            open_frame(frames, bounds, moves, current, mask, alpha, beta, 0)
+            frames[moves, FRAME_COUNT] = sort_moves(
+                current, mask, possible, order, d, frames, moves
+            )
         else:
             # ``value`` is the score of the node at ply ``moves``: hand it to its parent.
             if moves == root:
                 return value
             moves -= 1
             score = -value
-            alpha = scratch[moves, frame + 2]
-            beta = scratch[moves, frame + 3]
-            key = scratch[moves, frame + 4]
+            alpha = int(bounds[moves, BOUND_ALPHA])
+            beta = int(bounds[moves, BOUND_BETA])
+            current = frames[moves, FRAME_CURRENT]
+            mask = frames[moves, FRAME_MASK]
             if score >= beta:
-                slot = key % table.shape[0]
-                table[slot, 0] = key
-                table[slot, 1] = -(score + offset)
+                table[store(table, position_key(current, mask)), TABLE_BOUND] = -(score + offset)
                 value = score
                 continue
             if score > alpha:
                 alpha = score
-                scratch[moves, frame + 2] = alpha
-            index = scratch[moves, frame + 5] + 1
-            if index >= scratch[moves, frame + 6]:
-                slot = key % table.shape[0]
-                table[slot, 0] = key
-                table[slot, 1] = alpha + offset
+                bounds[moves, BOUND_ALPHA] = alpha
+            if frames[moves, FRAME_NEXT] >= frames[moves, FRAME_COUNT]:
+                table[store(table, position_key(current, mask)), TABLE_BOUND] = alpha + offset
                 value = alpha
                 continue
-            scratch[moves, frame + 5] = index
-            current = scratch[moves, frame]
-            mask = scratch[moves, frame + 1]
-        # Descend into the child at ``index`` of the frame at ply ``moves``.
-        index = scratch[moves, frame + 5]
-        column = scratch[moves, index]
-        opponent_wins = scratch[moves, frame - columns + index]
+        # Descend into the next move of the frame at ply ``moves``.
+        index = frames[moves, FRAME_NEXT]
+        frames[moves, FRAME_NEXT] = index + 1
+        column = frames[moves, FRAME_MOVES + index]
+        opponent_wins = threats_of(frames, moves, index, d)
         move = ((mask + d.bottom) & board) & column_mask(column, height)
         current, mask = current ^ mask, mask | move
         alpha, beta = -beta, -alpha
@@ -203,9 +173,11 @@ def solve_position(
     moves: int,
     lower: int,
     upper: int,
-    d: Dims,
+    dims,
     table,
-    scratch,
+    order,
+    frames,
+    bounds,
     stats,
 ) -> int:
     """The exact score of a position, found by narrowing a null window (Pons' iterative search).
@@ -214,6 +186,7 @@ def solve_position(
     result ``<= lower`` means the true score is ``<= lower`` too, one ``>= upper`` that it is
     ``>= upper``. Returns :data:`GAME_OVER` when a player already has a line, 0 on a full board.
     """
+    d = as_dims(dims)
     height, size, inarow, bottom, board, cells = (
         d.height,
         d.size,
@@ -241,7 +214,9 @@ def solve_position(
             middle = half_toward_zero(low)
         elif middle >= 0 and half_toward_zero(high) > middle:
             middle = half_toward_zero(high)
-        result = negamax(current, mask, moves, middle, middle + 1, d, table, scratch, stats)
+        result = negamax(
+            current, mask, moves, middle, middle + 1, d, table, order, frames, bounds, stats
+        )
         if stats[STAT_ABORTED]:
             return 0
         if result <= middle:

@@ -19,9 +19,15 @@ import numpy as np
 
 from baselines._checks import require_depth_fits, require_seconds, signal_safe
 from baselines._dual import backend
-from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE
+from baselines._layout import (
+    STAT_ABORTED,
+    STAT_NODES,
+    center_order,
+    dims_arg,
+    new_frames,
+    new_state,
+)
 from baselines.heuristic import WindowWeights
-from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
@@ -42,14 +48,27 @@ class _Tables:
         self.order = center_order(geometry.columns)
         # Python integers for boards beyond 64 bits, so their keys fit (on 64 bits
         # a key may wrap to a negative int64: it is stored and compared whole, so that is harmless).
-        key_dtype = np.int64 if geometry.fits_64_bits else object
-        self.keys = np.zeros(table_size, dtype=key_dtype)
-        self.data = np.zeros((table_size, 4), dtype=np.int64)
+        dtype = np.int64 if geometry.fits_64_bits else object
+        self.table = np.zeros((table_size, self.kernels.TABLE_WIDTH), dtype=dtype)
         self.check_every = 256 if geometry.fits_64_bits else 8
+        # The kernel's arguments after the stats, made once: a search is at most cells deep.
+        self.arguments = (
+            self.table,
+            self.own,
+            self.other,
+            self.order,
+            dims_arg(geometry),
+            *new_frames(geometry.cells, geometry),
+        )
         self.warm = False
 
+    @property
+    def keys(self) -> np.ndarray:
+        """The table's keys (0: empty slot)."""
+        return self.table[:, 0]
+
     def clear(self) -> None:
-        self.keys[:] = 0
+        self.table[:, 0] = 0
 
 
 class AlphaBetaPolicy(Policy):
@@ -100,7 +119,7 @@ class AlphaBetaPolicy(Policy):
             # they happen here too: a depth-2 search reads the clock at its first node.
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
-                stats = np.zeros(STAT_SIZE, dtype=np.int64)
+                stats = new_state()
                 self._search_depth(empty, tables, 2, time.perf_counter() + 3600.0, stats)
             tables.clear()
             tables.warm = True
@@ -123,6 +142,7 @@ class AlphaBetaPolicy(Policy):
         scores = np.full(g.columns, np.nan)
         best = -kernels.INFINITY
         opponent = board.opponent
+        search, infinity, arguments = kernels.search, kernels.INFINITY, tables.arguments
         for column in order if order is not None else tables.order.tolist():
             if not board.can_play(column):
                 continue
@@ -131,27 +151,10 @@ class AlphaBetaPolicy(Policy):
                 value = win - board.moves - 1
             else:
                 # The child's beta: only columns strictly worse than the best are pruned.
-                value = -kernels.search(
-                    opponent,
-                    board.mask | move,
-                    board.moves + 1,
-                    depth - 1,
-                    -kernels.INFINITY,
-                    1 - best,
-                    deadline,
-                    tables.check_every,
-                    stats,
-                    tables.keys,
-                    tables.data,
-                    tables.own,
-                    tables.other,
-                    tables.order,
-                    g.bottom,
-                    g.board,
-                    g.height,
-                    g.inarow,
-                    g.size,
-                )
+                value = -search(
+                    opponent, board.mask | move, board.moves + 1, depth - 1, -infinity, 1 - best,
+                    deadline, tables.check_every, stats, *arguments,
+                )  # fmt: skip
                 if stats[STAT_ABORTED]:
                     return None
             scores[column] = value
@@ -180,7 +183,7 @@ class AlphaBetaPolicy(Policy):
         tables = self._get_tables(g)
         start = time.perf_counter()
         deadline = start + 0.92 * self.time_budget - 0.002
-        stats = np.zeros(STAT_SIZE, dtype=np.int64)
+        stats = new_state()
         win = tables.kernels.WIN
         limit = g.cells - board.moves
         if self.max_depth is not None:

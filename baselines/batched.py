@@ -13,8 +13,8 @@ import numpy as np
 from baselines._batched_kernels import MINIMAX, NEGAMAX, ONESTEP
 from baselines._checks import require_depth_fits
 from baselines._dual import backend
-from baselines._layout import dims, new_frames, new_state
-from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
+from baselines._layout import center_order, dims_arg, new_frames, new_state
+from baselines.lookahead import MinimaxPolicy, OneStepPolicy
 from baselines.negamax import NegamaxPolicy
 from connectx_gym.batch import BoardBatch, choose_best_batch
 
@@ -33,7 +33,7 @@ def batch_scores(
         require_depth_fits("depth", depth, g)
     frames, bounds = new_frames(depth, g)
     backend("baselines._batched_kernels", g).batch_scores(
-        kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims(g),
+        kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims_arg(g),
         frames, bounds, new_state(), out,
     )  # fmt: skip
     return out

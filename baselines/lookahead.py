@@ -20,7 +20,8 @@ from baselines._checks import require_depth_fits
 from baselines._dual import backend
 from baselines._layout import (
     STAT_NODES,
-    dims,
+    center_order,
+    dims_arg,
     new_frames,
     new_state,
     node_chunk,
@@ -32,12 +33,6 @@ from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
-
-
-def center_order(columns: int) -> np.ndarray:
-    """Columns from the centre outwards (left first on ties): a good alpha-beta move order."""
-    center = (columns - 1) / 2
-    return np.array(sorted(range(columns), key=lambda c: (abs(c - center), c)), dtype=np.int64)
 
 
 class _GeometryCache:
@@ -56,7 +51,7 @@ class _GeometryCache:
                 own,
                 other,
                 center_order(geometry.columns),
-                dims(geometry),
+                dims_arg(geometry),
             )
             self._entries[geometry] = entry
         return entry

@@ -14,15 +14,14 @@ import numpy as np
 from baselines._checks import require_depth_fits
 from baselines._dual import Backend, backend
 from baselines._layout import (
-    Dims,
-    dims,
+    center_order,
+    dims_arg,
     new_frames,
     new_state,
     node_chunk,
     restart,
     run_in_chunks,
 )
-from baselines.lookahead import center_order
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
@@ -41,7 +40,7 @@ class NegamaxPolicy(Policy):
     def __init__(self, depth: int = 4) -> None:
         super().__init__()
         self.depth = require_depth("depth", depth)
-        self._kernels: dict[Geometry, tuple[Backend, np.ndarray, Dims]] = {}
+        self._kernels: dict[Geometry, tuple[Backend, np.ndarray, np.ndarray | tuple]] = {}
         self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def scores(self, board: Board) -> np.ndarray:
@@ -52,7 +51,11 @@ class NegamaxPolicy(Policy):
         if board.is_terminal():
             return out
         if g not in self._kernels:
-            self._kernels[g] = (backend("baselines._negamax", g), center_order(g.columns), dims(g))
+            self._kernels[g] = (
+                backend("baselines._negamax", g),
+                center_order(g.columns),
+                dims_arg(g),
+            )
         kernels, order, d = self._kernels[g]
         if g not in self._stacks:  # reused: allocating them costs as much as a short search
             self._stacks[g] = (*new_frames(self.depth, g), new_state())

@@ -30,8 +30,15 @@ import numpy as np
 
 from baselines._checks import require_node_limit, require_seconds
 from baselines._dual import backend
-from baselines._layout import STAT_ABORTED, STAT_BUDGET, STAT_NODES, STAT_SIZE, dims
-from baselines.lookahead import center_order
+from baselines._layout import (
+    STAT_ABORTED,
+    STAT_BUDGET,
+    STAT_NODES,
+    center_order,
+    dims_arg,
+    new_frames,
+    new_state,
+)
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, require_depth
 from connectx_gym.registry import make_policy
@@ -80,6 +87,8 @@ class _Limits:
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
 
     def next_budget(self, rate: float) -> int:
+        if self.nodes_left is None and self.deadline is None:
+            return self.chunk  # no limit: the fast path of most requests
         budget = self.chunk
         if self.nodes_left is not None:
             budget = min(budget, self.nodes_left)
@@ -117,7 +126,6 @@ class Solver:
         self.geometry = g
         self.nodes = 0
         self._kernels = backend(_KERNELS, g)
-        self._dims = dims(g)
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
@@ -127,18 +135,22 @@ class Solver:
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
         self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)
-        self._scratch = np.full((g.cells + 1, 3 * g.columns + 7), 0, dtype=self._table.dtype)
-        self._stats = np.zeros(STAT_SIZE + g.columns, dtype=np.int64)
-        self._stats[STAT_SIZE:] = center_order(g.columns)
+        self._stats = new_state()
+        # The arguments of every kernel call after the position and window, made once.
+        self._arguments = (
+            dims_arg(g),
+            self._table,
+            center_order(g.columns),
+            *new_frames(g.cells, g),
+            self._stats,
+        )
         self._rate = _INITIAL_RATE[g.fits_64_bits]
         self._chunk = _CHUNK_NODES[g.fits_64_bits]
         self._timed_nodes = 0
         self._timed_seconds = 0.0
         # Compile (or load the compiled kernels) now, not inside the first timed request: a
         # search with a node limit of 0 stops at once.
-        self._kernels.solve_position(
-            0, 0, 0, -1, 1, self._dims, self._table, self._scratch, self._stats
-        )
+        self._kernels.solve_position(0, 0, 0, -1, 1, *self._arguments)
 
     def reset(self) -> None:
         """Empty the transposition table (writing all of it, so later searches find its memory
@@ -267,14 +279,13 @@ class Solver:
         if not self._lines_possible:
             return 0
         stats = self._stats
+        solve_position, arguments = self._kernels.solve_position, self._arguments
         while True:
             stats[STAT_NODES] = 0
             stats[STAT_BUDGET] = limits.next_budget(self._rate)
             stats[STAT_ABORTED] = 0
             start = time.perf_counter()
-            result = self._kernels.solve_position(
-                current, mask, moves, lower, upper, self._dims, self._table, self._scratch, stats
-            )
+            result = solve_position(current, mask, moves, lower, upper, *arguments)
             elapsed = time.perf_counter() - start
             nodes = int(stats[STAT_NODES])
             self.nodes += nodes

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from baselines._alphabeta import WIN
 from baselines._dual import jit_module
-from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE
+from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE, dims, new_frames
 from baselines.alphabeta import ALPHABETA_WEIGHTS, AlphaBetaPolicy
 from baselines.lookahead import center_order
 from connectx_gym import Board, Geometry, make_policy
@@ -144,10 +144,10 @@ def test_search_reads_the_clock_inside_the_tree(compiled: bool) -> None:
         else importlib.import_module("baselines._alphabeta")
     )
     own, other = ALPHABETA_WEIGHTS.arrays(4)
-    keys = np.zeros(100_003, dtype=np.int64 if compiled else object)
-    data = np.zeros((100_003, 4), dtype=np.int64)
+    table = np.zeros((100_003, module.TABLE_WIDTH), dtype=np.int64 if compiled else object)
     stats = np.zeros(STAT_SIZE, dtype=np.int64)
-    args = (keys, data, own, other, center_order(7), geometry.bottom, geometry.board, 7, 4, 42)
+    frames, bounds = new_frames(30, geometry)
+    args = (table, own, other, center_order(7), dims(geometry), frames, bounds)
     module.search(0, 0, 0, 2, -module.INFINITY, module.INFINITY, np.inf, 64, stats, *args)
     stats[:] = 0
     started = time.perf_counter()
@@ -179,8 +179,8 @@ def test_compiled_and_plain_search_agree(seed: int, depth: int) -> None:
         jit_module("baselines._alphabeta"),
         importlib.import_module("baselines._alphabeta"),
     ):
-        keys = np.zeros(1009, dtype=np.int64 if module.__name__.endswith("__jit__") else object)
-        data = np.zeros((1009, 4), dtype=np.int64)
+        compiled = module.__name__.endswith("__jit__")
+        table = np.zeros((1009, module.TABLE_WIDTH), dtype=np.int64 if compiled else object)
         stats = np.zeros(STAT_SIZE, dtype=np.int64)
         score = module.search(
             board.current,
@@ -192,16 +192,12 @@ def test_compiled_and_plain_search_agree(seed: int, depth: int) -> None:
             np.inf,
             64,
             stats,
-            keys,
-            data,
+            table,
             own,
             other,
             center_order(7),
-            geometry.bottom,
-            geometry.board,
-            geometry.height,
-            4,
-            geometry.size,
+            dims(geometry),
+            *new_frames(depth, geometry),
         )
         results.append((score, int(stats[STAT_NODES])))
     assert results[0] == results[1]
