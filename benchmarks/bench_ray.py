@@ -40,14 +40,8 @@ def main() -> int:
             args.player_a, args.player_b, games=games, seed=0, executor=executor
         ).records
 
-    rows = rates(run, games)
-    if rows is None:
-        print("bench_ray: Ray records differ from the local run", file=sys.stderr)
-        return 1
-    print(f"{args.player_a} vs {args.player_b}, {games} games (same records in every row)")
-    for name, rate in rows:
-        print(f"  {name:<20} {rate:8.2f} games/s  x{rate / rows[0][1]:.2f}")
-    return 0
+    title = f"{args.player_a} vs {args.player_b}, {games} games"
+    return report(rates(run, games), title, "games")
 
 
 def rates(run: Callable[[Any], Any], count: int) -> list[tuple[str, float]] | None:
@@ -78,12 +72,17 @@ def accuracy(spec: str) -> int:
         lambda executor: evaluate_policy(spec, positions, executor=executor).to_dict(),
         len(positions),
     )
+    return report(rows, f"accuracy of {spec}, {len(positions)} positions", "positions")
+
+
+def report(rows: list[tuple[str, float]] | None, title: str, unit: str) -> int:
+    """Print the rates (exit status 0), or say that Ray's results differed (exit status 1)."""
     if rows is None:
-        print("bench_ray: Ray accuracy differs from the local run", file=sys.stderr)
+        print(f"bench_ray: Ray's {unit} differ from the local run's", file=sys.stderr)
         return 1
-    print(f"accuracy of {spec}, {len(positions)} positions (same result in every row)")
+    print(f"{title} (the same results in every row)")
     for name, rate in rows:
-        print(f"  {name:<20} {rate:8.2f} positions/s  x{rate / rows[0][1]:.2f}")
+        print(f"  {name:<20} {rate:8.2f} {unit}/s  x{rate / rows[0][1]:.2f}")
     return 0
 
 
