@@ -13,13 +13,14 @@ import torch
 from sb3_contrib import MaskablePPO
 from test_train_resume import tiny
 
+import train.teacher as train_teacher
 from baselines.teacher_labels import TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import PRESETS, TrainConfig, preset_config
 from train.model import new_model
 from train.opponents import make_vec_env
 from train.teacher import batch_losses, policy_outputs, pretrain_policy, teacher_tensors
-from train.trainer import train
+from train.trainer import RunInterruptedError, train
 
 SMALL = Geometry(4, 5, 3)
 
@@ -133,3 +134,15 @@ def test_presets_are_valid_configs() -> None:
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(TrainConfig(), **{field: value}).validate()
+
+
+def test_ctrl_c_while_labelling_keeps_the_chunks_and_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(train_teacher, "make_teacher_set", interrupted)
+    config = tiny(tmp_path / "run", teacher_positions=30, teacher_workers=1)
+    with pytest.raises(RunInterruptedError, match="run the same command again"):
+        train(config, log=lambda _: None)

@@ -62,9 +62,10 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 class RunInterruptedError(Exception):
     """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint (``--resume`` goes on)."""
 
-    def __init__(self, out: Path, timesteps: int) -> None:
+    def __init__(self, out: Path, timesteps: int, message: str | None = None) -> None:
         super().__init__(
-            f"interrupted at step {timesteps}: checkpoint saved in {out}; "
+            message
+            or f"interrupted at step {timesteps}: checkpoint saved in {out}; "
             f"continue with: connectx train --resume --out {out}"
         )
         self.out = out
@@ -102,7 +103,15 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
     set_random_seed(config.seed)
     clock = SessionClock(state)  # labelling counts against --max-minutes too
     teacher_started = time.perf_counter()
-    teacher = load_teacher(config, out, log) if config.teacher_positions else None
+    try:
+        teacher = load_teacher(config, out, log) if config.teacher_positions else None
+    except KeyboardInterrupt:
+        raise RunInterruptedError(
+            out,
+            0,
+            f"interrupted while labelling teacher positions; the chunks already labelled are "
+            f"kept in {out / 'teacher'}: run the same command again to go on",
+        ) from None
     env = make_vec_env(config)
     if config.resume:
         model = load_model(out / "checkpoint.zip", env, out)
@@ -118,15 +127,24 @@ def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, 
 
     if teacher is not None and not config.resume:
         log(f"teaching the policy {config.teacher_epochs} passes over {len(teacher)} positions")
-        pretrain_policy(
-            model.policy,
-            teacher,
-            epochs=config.teacher_epochs,
-            batch_size=TEACHER_BATCH,
-            learning_rate=PRETRAIN_LEARNING_RATE,
-            seed=config.seed,
-            log=log,
-        )
+        try:
+            pretrain_policy(
+                model.policy,
+                teacher,
+                epochs=config.teacher_epochs,
+                batch_size=TEACHER_BATCH,
+                learning_rate=PRETRAIN_LEARNING_RATE,
+                seed=config.seed,
+                log=log,
+            )
+        except KeyboardInterrupt:
+            close_env(env)
+            raise RunInterruptedError(
+                out,
+                0,
+                f"interrupted while teaching the policy; the labelled positions are kept in "
+                f"{out / 'teacher.npz'}: run the same command again to go on",
+            ) from None
     if teacher is not None:
         state.teacher_seconds += time.perf_counter() - teacher_started
         if not config.resume:
