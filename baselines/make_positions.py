@@ -40,6 +40,7 @@ import numpy as np
 
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "label_position",
     "main",
     "phase_bounds",
+    "play_game",
     "sample_positions",
 ]
 
@@ -93,6 +95,22 @@ def canonical_key(geometry: Geometry, moves: Sequence[int]) -> tuple[int, int]:
     return min(board.key(), mirror.key())
 
 
+def play_game(
+    geometry: Geometry, policies: Sequence[Policy], rng: np.random.Generator
+) -> list[int]:
+    """The moves of one game between two of ``policies`` drawn with replacement (the first
+    seat first), every move and draw from ``rng``."""
+    seats = [policies[i] for i in rng.integers(len(policies), size=2)]
+    for policy in seats:
+        policy.reset()
+    board, moves = Board.empty(geometry.rows, geometry.columns, geometry.inarow), []
+    while not board.is_terminal():
+        column = int(seats[board.moves % 2].act(board, rng))
+        board = board.play(column)
+        moves.append(column)
+    return moves
+
+
 def sample_positions(
     geometry: Geometry,
     per_phase: dict[str, int],
@@ -114,14 +132,7 @@ def sample_positions(
         if games >= max_games:
             raise RuntimeError(f"only {found} positions after {games} games")
         games += 1
-        seats = [policies[i] for i in rng.integers(len(policies), size=2)]
-        for policy in seats:
-            policy.reset()
-        board, moves = Board.empty(geometry.rows, geometry.columns, geometry.inarow), []
-        while not board.is_terminal():
-            column = int(seats[board.moves % 2].act(board, rng))
-            board = board.play(column)
-            moves.append(column)
+        moves = play_game(geometry, policies, rng)
         # moves[:ply] is a non-terminal position for every ply < len(moves).
         for name, (first, last) in bounds.items():
             last = min(last, len(moves) - 1)

@@ -182,20 +182,7 @@ class Solver:
         """
         self._check(board)
         limits = self._limits(node_limit, time_limit)
-        g = board.geometry
-        scores = np.full(g.columns, np.nan)
-        if board.is_full():
-            return scores
-        win_now = (g.cells + 1 - board.moves) // 2
-        for column in board.legal_moves():
-            if board.is_winning_move(column):
-                scores[column] = win_now
-                continue
-            child = board.play(column)
-            scores[column] = -self._search(
-                child.current, child.mask, child.moves, -g.cells, g.cells, limits
-            )
-        return scores
+        return self._column_scores(board, board.geometry.cells, limits)
 
     def move_values(self, board: Board, *, node_limit: int | None = None) -> np.ndarray:
         """The game value of each column for the player to move: +1 win, 0 draw, -1 loss (float,
@@ -206,17 +193,7 @@ class Solver:
         applies to the whole request (:class:`SearchLimitError` when exceeded).
         """
         self._check(board)
-        limits = self._limits(node_limit, None)
-        g = board.geometry
-        values = np.full(g.columns, np.nan)
-        for column in board.legal_moves():
-            if board.is_winning_move(column):
-                values[column] = 1.0
-                continue
-            child = board.play(column)
-            score = -self._search(child.current, child.mask, child.moves, -1, 1, limits)
-            values[column] = float(np.sign(score))
-        return values
+        return np.sign(self._column_scores(board, 1, self._limits(node_limit, None)))
 
     def best_moves(
         self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
@@ -265,6 +242,24 @@ class Solver:
     def _check(self, board: Board) -> None:
         if board.geometry != self.geometry:
             raise ValueError(f"this solver is for {self.geometry}, not {board.geometry}")
+
+    def _column_scores(self, board: Board, bound: int, limits: _Limits) -> np.ndarray:
+        """Each column's score for the mover, searched in the window ``[-bound, bound]`` (exact
+        inside it, only its sign beyond it); NaN for full columns."""
+        g = board.geometry
+        scores = np.full(g.columns, np.nan)
+        if board.is_full():
+            return scores
+        win_now = (g.cells + 1 - board.moves) // 2
+        for column in board.legal_moves():
+            if board.is_winning_move(column):
+                scores[column] = win_now
+                continue
+            child = board.play(column)
+            scores[column] = -self._search(
+                child.current, child.mask, child.moves, -bound, bound, limits
+            )
+        return scores
 
     def _keeps(self, board: Board, column: int, best: int, limits: _Limits) -> bool:
         if board.is_winning_move(column):

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.make_positions import canonical_key
+from baselines.make_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
@@ -122,14 +122,7 @@ def _chunk(
     games = skipped = 0
     while len(moves_out) < count:
         games += 1
-        seats = [policies[i] for i in rng.integers(len(policies), size=2)]
-        for policy in seats:
-            policy.reset()
-        board, moves = Board.empty(*geometry_key), []
-        while not board.is_terminal():
-            column = int(seats[board.moves % 2].act(board, rng))
-            board = board.play(column)
-            moves.append(column)
+        moves = play_game(geometry, policies, rng)
         plies = [p for p in range(min_ply, len(moves)) if rng.random() < keep]
         # From the end backwards: later positions fill the table that earlier ones reuse.
         for ply in reversed(plies):

@@ -3,6 +3,7 @@ during PPO, and a run with a teacher end to end (labels cached, resumable)."""
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ from test_train_resume import tiny
 import train.teacher as train_teacher
 from baselines.teacher_labels import TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
-from train.config import PRESETS, TrainConfig, preset_config
+from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
 from train.model import new_model
 from train.opponents import make_vec_env
 from train.teacher import batch_losses, policy_outputs, pretrain_policy, teacher_tensors
@@ -146,3 +147,14 @@ def test_ctrl_c_while_labelling_keeps_the_chunks_and_says_how_to_go_on(
     config = tiny(tmp_path / "run", teacher_positions=30, teacher_workers=1)
     with pytest.raises(RunInterruptedError, match="run the same command again"):
         train(config, log=lambda _: None)
+
+
+def test_a_preset_is_refused_beside_resume() -> None:
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--preset", "strong", "--resume"])
+    with pytest.raises(ValueError, match="cannot be combined with --resume"):
+        config_from_args(args, TrainConfig())
+    strong = config_from_args(parser.parse_args(["--preset", "strong", "--channels", "48"]))
+    assert strong.channels == 48
+    assert strong.teacher_positions == preset_config("strong").teacher_positions
