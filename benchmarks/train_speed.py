@@ -1,13 +1,16 @@
 """Training throughput of ``connectx train`` settings, and the opponent's share of the wall time.
 
-Runs MaskablePPO for a fixed number of steps against one opponent with each vectorised-env setting
-(the default settings first: on the old path, ``--vec-env dummy``, then on the default ``batched``,
-each with one and two torch threads) and prints a markdown table: median steps per second over
-``--repeat`` runs (the settings take turns, so a busy machine slows all of them alike), its ratio
-to the old path, the seconds spent inside the opponent and their share of the wall time. Usage::
+Runs MaskablePPO for a fixed number of steps against one opponent with each setting and prints a
+markdown table: median steps per second over ``--repeat`` runs (the settings take turns, so a busy
+machine slows all of them alike), its ratio to the first row, the seconds spent inside the
+opponent and their share of the wall time. The first row is the old default path: SB3's
+``DummyVecEnv``, one torch thread, convolution weights in torch's default NCHW layout, numpy's BLAS
+left alone; the second is today's default (the batched env, two torch threads, channels-last
+weights, BLAS held to one thread). ``--opponent snapshot`` plays a frozen copy of the network
+(numpy forward passes, as self-play does). Usage::
 
     python benchmarks/train_speed.py [--quick | --smoke] [--repeat 3] [--settings 4]
-        [--opponent minimax:depth=3]
+        [--opponent minimax:depth=3 | snapshot]
 """
 
 from __future__ import annotations
@@ -18,35 +21,50 @@ import statistics
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import torch
+from threadpoolctl import threadpool_limits
 
+from connectx_gym.bitboard import Geometry
+from connectx_gym.weights import write_weights
 from train.config import TrainConfig
-from train.model import new_model
+from train.model import model_weights, new_model
 from train.opponents import collect_timing, make_vec_env
 
-SETTINGS = [  # the first is the reference of the "vs dummy" column
-    {"vec_env": "dummy"},  # the default settings on the old path (the default before batched)
-    {"vec_env": "batched"},  # the default settings
+#: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution
+#: layout) and "blas" ("free": numpy's BLAS threads not limited, as before).
+SETTINGS: list[dict[str, Any]] = [  # the first is the reference of the "vs old" column
+    {"vec_env": "dummy", "torch_threads": 1, "layout": "nchw", "blas": "free"},  # the old default
+    {},  # today's default settings
+    {"vec_env": "batched", "torch_threads": 1, "layout": "nchw", "blas": "free"},
+    {"vec_env": "batched", "torch_threads": 2, "layout": "nchw"},
+    {"vec_env": "batched", "torch_threads": 2, "blas": "free"},
     {"vec_env": "dummy", "torch_threads": 2},
-    {"vec_env": "batched", "torch_threads": 2},
     {"vec_env": "batched", "n_envs": 128, "n_steps": 16},
-    {"vec_env": "dummy", "n_envs": 8, "n_steps": 256},
     {"vec_env": "subproc", "n_envs": 8, "n_steps": 256},
-    {"vec_env": "dummy", "n_envs": 16, "n_steps": 128},
-    {"vec_env": "dummy", "n_envs": 32, "n_steps": 64},
     {"vec_env": "subproc", "n_envs": 32, "n_steps": 64},
 ]
 
 
-def measure(config: TrainConfig, opponent: str, rollouts: int) -> dict[str, float]:
+def measure(setting: dict[str, Any], base: TrainConfig, opponent: str, rollouts: int) -> dict:
     """Steps per second of ``rollouts`` rollouts (after one warm-up) and the opponent's seconds."""
+    fields = {k: v for k, v in setting.items() if k not in ("layout", "blas")}
+    config = dataclasses.replace(base, **fields)
     torch.set_num_threads(config.torch_threads or torch.get_num_threads())
+    blas = 1 if setting.get("blas") != "free" else None
     env = make_vec_env(config)
-    env.env_method("queue_opponent", opponent, opponent)
-    with tempfile.TemporaryDirectory() as directory:
+    with tempfile.TemporaryDirectory() as directory, threadpool_limits(blas, user_api="blas"):
         model = new_model(config, env, Path(directory))
+        if setting.get("layout") == "nchw":
+            model.policy.to(memory_format=torch.contiguous_format)
         model.tensorboard_log = None
+        if opponent == "snapshot":
+            opponent = str(Path(directory) / "snapshot.npz")
+            write_weights(
+                model_weights(model, Geometry(config.rows, config.columns, config.inarow)), opponent
+            )
+        env.env_method("queue_opponent", opponent, opponent)
         batch = config.n_envs * config.n_steps
         model.learn(batch)  # warm-up: numba compilation, first reset
         before = collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
@@ -55,7 +73,12 @@ def measure(config: TrainConfig, opponent: str, rollouts: int) -> dict[str, floa
         wall = time.perf_counter() - started
         after = collect_timing(env)["opponents"].get(opponent, [0.0, 0])[0]
     env.close()
-    return {"steps_per_second": batch * rollouts / wall, "opponent": after - before, "wall": wall}
+    return {
+        "config": config,
+        "steps_per_second": batch * rollouts / wall,
+        "opponent": after - before,
+        "wall": wall,
+    }
 
 
 def main() -> None:
@@ -79,28 +102,31 @@ def main() -> None:
             base, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
         )
         settings = settings[:2]
-    configs = [dataclasses.replace(base, **setting) for setting in settings]
-    results: list[list[dict[str, float]]] = [[] for _ in configs]
+    results: list[list[dict[str, Any]]] = [[] for _ in settings]
     for _ in range(args.repeat):  # settings take turns, so machine load hits them alike
-        for config, runs in zip(configs, results, strict=True):
-            runs.append(measure(config, args.opponent, rollouts))
+        for setting, runs in zip(settings, results, strict=True):
+            runs.append(measure(setting, base, args.opponent, rollouts))
     print(
         f"MaskablePPO, default network and PPO settings, against {args.opponent}; "
         f"median of {args.repeat} run(s) of {rollouts} rollout(s)\n"
     )
     print(
-        "| vec env | n_envs | n_steps | torch threads | steps/s | vs dummy "
-        "| opponent s | opponent share of wall |"
+        "| vec env | n_envs | n_steps | torch threads | conv layout | BLAS threads | steps/s "
+        "| vs old | opponent s | opponent share of wall |"
     )
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
-    default_speed = statistics.median(r["steps_per_second"] for r in results[0])
-    for config, runs in zip(configs, results, strict=True):
+    print("|---|---:|---:|---:|---|---|---:|---:|---:|---:|")
+    old_speed = statistics.median(r["steps_per_second"] for r in results[0])
+    for setting, runs in zip(settings, results, strict=True):
+        config = runs[0]["config"]
         speed = statistics.median(r["steps_per_second"] for r in runs)
         opponent = statistics.median(r["opponent"] for r in runs)
         share = statistics.median(r["opponent"] / r["wall"] for r in runs)
+        layout = "NCHW" if setting.get("layout") == "nchw" else "channels-last"
+        blas = "numpy's" if setting.get("blas") == "free" else "1"
         print(
             f"| {config.vec_env} | {config.n_envs} | {config.n_steps} | {config.torch_threads} "
-            f"| {speed:.0f} | {speed / default_speed:.2f}x | {opponent:.2f} | {100 * share:.1f}% |",
+            f"| {layout} | {blas} | {speed:.0f} | {speed / old_speed:.2f}x | {opponent:.2f} "
+            f"| {100 * share:.1f}% |",
             flush=True,
         )
 

@@ -76,7 +76,11 @@ class TrainConfig:
         "(every board in one numba-batched env, opponents answering all their boards at once)",
         choices=VEC_ENVS,
     )
-    torch_threads: int = _field(1, "torch CPU threads (0: torch's default)")
+    torch_threads: int = _field(
+        2,
+        "torch CPU threads of the learner (0: torch's default); numpy's BLAS is held to one "
+        "thread during the run, so the two thread pools do not fight over the cores",
+    )
     # PPO
     n_steps: int = _field(64, "steps per env per rollout")
     batch_size: int = _field(256, "minibatch size")
