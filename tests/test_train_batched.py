@@ -13,15 +13,19 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+import torch
 from stable_baselines3.common.vec_env import VecMonitor
 from test_files import random_weights
 from test_train_resume import arrays, outcomes, quiet, tiny
 from test_train_smoke import SMALL
+from threadpoolctl import threadpool_info
 
 from connectx_gym import Geometry
 from connectx_gym.files import NumpyNetPolicy, save_weights
+from train import trainer
 from train.batched import BatchedOpponentSlots, TimedBatchPolicy
 from train.config import TrainConfig
+from train.model import new_model
 from train.opponents import collect_timing, make_vec_env, queue_opponents
 from train.trainer import train
 
@@ -131,3 +135,33 @@ def test_cli_run_and_resume_batched(tmp_path: Path) -> None:
     again = connectx("train", "--resume", "--timesteps", "1024", "--out", str(out))
     assert again.returncode == 0, again.stderr
     assert json.loads((out / "report.json").read_text())["timesteps"] >= 1024
+
+
+def test_a_run_holds_numpy_blas_to_one_thread_and_restores_torch_threads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: dict[str, object] = {}
+    inner = trainer._train
+
+    def spy(config: TrainConfig, log: object) -> dict:
+        seen["torch"] = torch.get_num_threads()
+        seen["blas"] = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+        return inner(config, log)
+
+    monkeypatch.setattr(trainer, "_train", spy)
+    before = torch.get_num_threads()
+    train(tiny(tmp_path / "run", torch_threads=2), log=quiet)
+    assert seen["torch"] == 2
+    assert seen["blas"] <= {1}  # numpy's BLAS (when threadpoolctl finds it) runs one thread
+    assert torch.get_num_threads() == before
+
+
+def test_convolution_weights_are_channels_last(tmp_path: Path) -> None:
+    config = tiny(tmp_path / "run")
+    env = make_vec_env(config)
+    model = new_model(config, env, tmp_path)
+    convs = [m for m in model.policy.modules() if isinstance(m, torch.nn.Conv2d)]
+    assert convs
+    for conv in convs:
+        assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    env.close()
