@@ -7,7 +7,11 @@ plays ``--games`` games on 6x7 (98 by default: the 49 two-ply openings, each fro
 taking the first move in even games; scores count a draw as half a win and come with 95% Wilson
 intervals.
 
-Usage: ``python benchmarks/bench_strength.py [--quick | --smoke] [--games N] [--time-budget S]``.
+``--only SPEC`` plays just the pairings of one player (for example ``--only ppo`` after shipping
+new weights), each with the seed it has in the full table, so its row equals the full run's.
+
+Usage: ``python benchmarks/bench_strength.py [--quick | --smoke] [--games N] [--time-budget S]
+[--only SPEC]``.
 """
 
 from __future__ import annotations
@@ -59,6 +63,7 @@ def main() -> None:
         "--time-budget", type=float, default=0.05, help="alphabeta's seconds per move (0.05)"
     )
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", default=None, help="play only the pairings of this player")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
     games = args.games or (2 if args.smoke else 20 if args.quick else 98)
@@ -67,11 +72,15 @@ def main() -> None:
     if args.smoke:
         specs = [specs[0], specs[1], specs[2], specs[-1]]
     alphabeta = specs[-1]
+    if args.only is not None and args.only not in specs:
+        parser.error(f"--only {args.only!r} is not a player; players: {', '.join(specs)}")
 
     results: dict[tuple[str, str], MatchResult] = {}
     started = time.perf_counter()
     pairs = list(itertools.combinations(specs, 2))
     for index, (a, b) in enumerate(pairs):
+        if args.only is not None and args.only not in (a, b):
+            continue  # the seed stays the pairing's index in the full table
         pair_started = time.perf_counter()
         result = play_match(a, b, games=games, seed=args.seed + index)
         results[a, b] = result
@@ -99,6 +108,8 @@ def main() -> None:
         for column in specs:
             if row == column:
                 cells.append("-")
+            elif (row, column) not in results and (column, row) not in results:
+                cells.append("")  # not played (--only)
             elif (row, column) in results:
                 cells.append(cell(results[row, column]))
             else:
