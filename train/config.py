@@ -325,7 +325,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "torch_threads": 2,
             "channels": 64,
             "blocks": 2,
-            "teacher_positions": 80_000,
+            "teacher_positions": 160_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
             "curriculum": (
