@@ -165,3 +165,15 @@ def test_convolution_weights_are_channels_last(tmp_path: Path) -> None:
     for conv in convs:
         assert conv.weight.is_contiguous(memory_format=torch.channels_last)
     env.close()
+
+
+def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trainer.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (3.2, 1.0, 1.0))
+    hint = trainer.busy_machine_hint(2)
+    assert hint is not None
+    assert "load average 3.2 on 2 cores" in hint
+    assert "--torch-threads 1" in hint
+    assert trainer.busy_machine_hint(1) is None  # already one thread
+    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
+    assert trainer.busy_machine_hint(2) is None  # quiet machine
