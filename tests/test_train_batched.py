@@ -175,5 +175,7 @@ def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch
     assert "load average 3.2 on 2 cores" in hint
     assert "--torch-threads 1" in hint
     assert trainer.busy_machine_hint(1) is None  # already one thread
+    monkeypatch.setattr(trainer.torch, "get_num_threads", lambda: 2)
+    assert trainer.busy_machine_hint(0) is not None  # 0: torch's default, here 2 threads
     monkeypatch.setattr(trainer.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
     assert trainer.busy_machine_hint(2) is None  # quiet machine

@@ -110,6 +110,7 @@ def busy_machine_hint(torch_threads: int) -> str | None:
     (quiet: 3,442 and 2,592).
     """
     cores = os.cpu_count() or 1
+    torch_threads = torch_threads or torch.get_num_threads()  # 0: torch's default
     if torch_threads <= 1 or not hasattr(os, "getloadavg"):
         return None
     load = os.getloadavg()[0]
