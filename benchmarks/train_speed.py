@@ -30,15 +30,23 @@ from connectx_gym.bitboard import Geometry
 from connectx_gym.weights import write_weights
 from train.config import TrainConfig
 from train.model import model_weights, new_model
+from train.networks import use_bf16
 from train.opponents import collect_timing, make_vec_env
 
 #: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution
 #: layout) and "blas" ("free": numpy's BLAS threads not limited, as before).
 SETTINGS: list[dict[str, Any]] = [  # the first is the reference of the "vs old" column
-    {"vec_env": "dummy", "torch_threads": 1, "layout": "nchw", "blas": "free"},  # the old default
+    {"vec_env": "dummy", "torch_threads": 1, "layout": "nchw", "blas": "free", "precision": "fp32"},
     {},  # today's default settings
-    {"vec_env": "batched", "torch_threads": 1, "layout": "nchw", "blas": "free"},
-    {"vec_env": "batched", "torch_threads": 2, "layout": "nchw"},
+    {"precision": "fp32"},  # today's default in float32 throughout
+    {
+        "vec_env": "batched",
+        "torch_threads": 1,
+        "layout": "nchw",
+        "blas": "free",
+        "precision": "fp32",
+    },
+    {"vec_env": "batched", "torch_threads": 2, "layout": "nchw", "precision": "fp32"},
     {"vec_env": "batched", "torch_threads": 2, "blas": "free"},
     {"vec_env": "dummy", "torch_threads": 2},
     {"vec_env": "batched", "n_envs": 128, "n_steps": 16},
@@ -111,10 +119,10 @@ def main() -> None:
         f"median of {args.repeat} run(s) of {rollouts} rollout(s)\n"
     )
     print(
-        "| vec env | n_envs | n_steps | torch threads | conv layout | BLAS threads | steps/s "
-        "| vs old | opponent s | opponent share of wall |"
+        "| vec env | n_envs | n_steps | torch threads | conv layout | BLAS threads | products "
+        "| steps/s | vs old | opponent s | opponent share of wall |"
     )
-    print("|---|---:|---:|---:|---|---|---:|---:|---:|---:|")
+    print("|---|---:|---:|---:|---|---|---|---:|---:|---:|---:|")
     old_speed = statistics.median(r["steps_per_second"] for r in results[0])
     for setting, runs in zip(settings, results, strict=True):
         config = runs[0]["config"]
@@ -123,9 +131,11 @@ def main() -> None:
         share = statistics.median(r["opponent"] / r["wall"] for r in runs)
         layout = "NCHW" if setting.get("layout") == "nchw" else "channels-last"
         blas = "numpy's" if setting.get("blas") == "free" else "1"
+        products = "bf16" if use_bf16(config.precision) else "fp32"
         print(
             f"| {config.vec_env} | {config.n_envs} | {config.n_steps} | {config.torch_threads} "
-            f"| {layout} | {blas} | {speed:.0f} | {speed / old_speed:.2f}x | {opponent:.2f} "
+            f"| {layout} | {blas} | {products} | {speed:.0f} | {speed / old_speed:.2f}x "
+            f"| {opponent:.2f} "
             f"| {100 * share:.1f}% |",
             flush=True,
         )

@@ -86,20 +86,30 @@ def conv2d_same(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
     """2-D cross-correlation of ``x`` (N, C, H, W) with ``weight`` (O, C, kh, kw), zero padded so
     the output keeps H x W (odd kernels), as ``torch.nn.Conv2d(padding=k // 2)``.
 
-    One matrix product over the kernel's windows (im2col), in the weights' dtype: numpy's
-    ``tensordot`` over a strided window view copies element by element (ten times slower).
+    One matrix product in the weights' dtype. A 1x1 kernel multiplies the planes directly; a
+    larger one first copies the kernel's windows into rows (im2col) channels-last, so that each of
+    the ``kh * kw`` copies moves contiguous runs of channels (``np.pad``, ``tensordot`` over a
+    strided view, or one copy of a window view cost two to ten times more on a small board). The
+    result is an (N, O, H, W) view of a channels-last array.
     """
     n, channels, height, width = x.shape
     out_channels, _, kh, kw = weight.shape
     x = x.astype(weight.dtype, copy=False)
-    padded = np.pad(x, ((0, 0), (0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2)))
-    columns = np.empty((n, height, width, channels, kh, kw), dtype=weight.dtype)
+    if kh == kw == 1:
+        out = weight.reshape(out_channels, channels) @ x.reshape(n, channels, height * width)
+        out += bias[:, None]
+        return out.reshape(n, out_channels, height, width)
+    ph, pw = kh // 2, kw // 2
+    padded = np.zeros((n, height + 2 * ph, width + 2 * pw, channels), dtype=weight.dtype)
+    padded[:, ph : ph + height, pw : pw + width] = x.transpose(0, 2, 3, 1)
+    columns = np.empty((n, height, width, kh, kw, channels), dtype=weight.dtype)
     for i in range(kh):  # kh * kw strided copies of the whole batch, not a loop over cells
         for j in range(kw):
-            columns[..., i, j] = padded[:, :, i : i + height, j : j + width].transpose(0, 2, 3, 1)
-    out = columns.reshape(n * height * width, -1) @ weight.reshape(out_channels, -1).T
-    out = out.reshape(n, height, width, out_channels).transpose(0, 3, 1, 2)
-    return np.ascontiguousarray(out) + bias[None, :, None, None]
+            columns[:, :, :, i, j] = padded[:, i : i + height, j : j + width]
+    kernel = weight.transpose(2, 3, 1, 0).reshape(-1, out_channels)  # rows in (i, j, c) order
+    out = columns.reshape(n * height * width, -1) @ kernel
+    out += bias
+    return out.reshape(n, height, width, out_channels).transpose(0, 3, 1, 2)
 
 
 def forward_layers(

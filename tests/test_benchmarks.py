@@ -21,7 +21,11 @@ PONS = ROOT.parent / "shared" / "data" / "pons"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 #: Extra arguments, and the modules a script cannot run without.
 EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)]}
-NEEDS = {"train_speed.py": ["torch", "sb3_contrib"], "bench_serve.py": ["flask"]}
+NEEDS = {
+    "train_speed.py": ["torch", "sb3_contrib"],
+    "train_speed_release.py": ["torch", "sb3_contrib"],
+    "bench_serve.py": ["flask"],
+}
 
 
 def test_every_script_is_covered() -> None:

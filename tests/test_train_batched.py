@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+import gymnasium as gym
 import torch
 from stable_baselines3.common.vec_env import VecMonitor
 from test_files import random_weights
@@ -26,6 +27,7 @@ from train import trainer
 from train.batched import BatchedOpponentSlots, TimedBatchPolicy
 from train.config import TrainConfig
 from train.model import new_model
+from train.networks import ConnectXCNN, bf16_native, use_bf16
 from train.opponents import collect_timing, make_vec_env, queue_opponents
 from train.trainer import train
 
@@ -179,3 +181,69 @@ def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch
     assert trainer.busy_machine_hint(0) is not None  # 0: torch's default, here 2 threads
     monkeypatch.setattr(trainer.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
     assert trainer.busy_machine_hint(2) is None  # quiet machine
+
+
+def test_precision_is_validated_and_resolved() -> None:
+    with pytest.raises(ValueError, match="precision must be one of auto, bf16, fp32"):
+        TrainConfig(precision="fp16").validate()
+    assert use_bf16("bf16")
+    assert not use_bf16("fp32")
+    assert use_bf16("auto") == bf16_native()
+
+
+def test_bf16_features_follow_the_float32_ones_and_train() -> None:
+    space = gym.spaces.Box(0, 1, (2, 6, 7), np.int8)
+    torch.manual_seed(0)
+    exact = ConnectXCNN(space, channels=8, blocks=1, features_dim=16)
+    rounded = ConnectXCNN(space, channels=8, blocks=1, features_dim=16, bf16=True)
+    rounded.load_state_dict(exact.state_dict())
+    observations = torch.as_tensor(np.random.default_rng(0).random((64, 2, 6, 7)) < 0.3).to(
+        torch.int8
+    )
+    want, got = exact(observations), rounded(observations)
+    assert got.dtype == torch.float32
+    assert got.shape == want.shape
+    assert not torch.equal(got, want)  # the products really ran in bfloat16
+    with torch.no_grad():  # passes without gradients (rollouts, predict) stay float32
+        torch.testing.assert_close(rounded(observations), exact(observations))
+    scale = want.detach().abs().max().item()
+    torch.testing.assert_close(got, want, rtol=0, atol=0.03 * scale)
+    got.square().sum().backward()
+    assert all(p.grad is not None and p.grad.dtype == torch.float32 for p in rounded.parameters())
+
+
+def test_head_reads_channels_last_activations_like_a_flatten() -> None:
+    space = gym.spaces.Box(0, 1, (2, 5, 4), np.int8)
+    torch.manual_seed(1)
+    net = ConnectXCNN(space, channels=6, blocks=0, features_dim=10)
+    x = torch.randn(3, 6, 5, 4)
+    want = net.head(x.flatten(1))
+    for layout in (torch.contiguous_format, torch.channels_last):
+        got = net._head_channels_last(x.contiguous(memory_format=layout))
+        torch.testing.assert_close(got, want)
+
+
+def test_resume_takes_this_sessions_precision(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    first = train(tiny(out, precision="fp32"), log=quiet)
+    assert first["bf16"] is False
+    again = train(tiny(out, precision="bf16", resume=True, timesteps=768), log=quiet)
+    assert again["bf16"] is True
+    assert again["timesteps"] >= 768
+
+
+def test_snapshot_files_are_read_once(tmp_path: Path) -> None:
+    first = str(save_weights(random_weights(Geometry()), tmp_path / "first.npz"))
+    second = str(save_weights(random_weights(Geometry()), tmp_path / "second.npz"))
+    env = slots(n_envs=4)
+    env.reset()
+    cache: dict = {}
+    rng = np.random.default_rng(0)
+    queue_opponents(env, [("self", 1.0)], [first], rng, cache)
+    assert set(cache) == {first}
+    Path(first).unlink()  # read once: the next rollouts play it from memory
+    queue_opponents(env, [("self", 1.0)], [first], rng, cache)
+    play(env, 60)
+    queue_opponents(env, [("self", 1.0)], [second], rng, cache)
+    assert set(cache) == {second}  # snapshots that left the pool are dropped
+    env.close()

@@ -28,6 +28,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
+from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.curriculum import Curriculum
 from train.model import evaluate_panel, model_weights, perfect_play_rates
@@ -55,6 +56,7 @@ class CurriculumCallback(BaseCallback):
         super().__init__()
         self.curriculum, self.state, self.announce = curriculum, state, announce
         self.outcomes: dict[str, deque[float]] = {}
+        self.snapshot_weights: dict[str, WeightsFile] = {}  # read once, not at every rollout
 
     def _on_training_start(self) -> None:
         self.queue_opponents()
@@ -66,7 +68,9 @@ class CurriculumCallback(BaseCallback):
         """Queue each env's opponent for the next rollout."""
         state = self.state
         mixture = self.curriculum.mixture(state.stage, selfplay_available=bool(state.snapshots))
-        queue_opponents(self.training_env, mixture, state.snapshots, state.rng)
+        queue_opponents(
+            self.training_env, mixture, state.snapshots, state.rng, self.snapshot_weights
+        )
 
     def _on_step(self) -> bool:
         for done, info in zip(self.locals["dones"], self.locals["infos"], strict=True):

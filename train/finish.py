@@ -70,6 +70,7 @@ def finish(
     report = {
         "config": config.to_json(),
         "timesteps": int(model.num_timesteps),
+        "bf16": bool(getattr(model.policy.features_extractor, "bf16", False)),
         "stopped_by_time_limit": state.stopped_by_time,
         "wall_seconds": wall,
         "training_seconds": training_seconds,

@@ -16,7 +16,7 @@ from connectx_gym.files import NumpyNetPolicy
 from connectx_gym.match import play_match
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
-from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
+from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
 from train.sb3_files import GEOMETRY_ATTRIBUTE
 
 __all__ = [
@@ -49,9 +49,12 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
             "channels": config.channels,
             "blocks": config.blocks,
             "features_dim": config.features_dim,
+            "bf16": use_bf16(config.precision),
         },
         "net_arch": {"pi": [], "vf": list(config.vf_layers)},
         "activation_fn": torch.nn.ReLU,
+        # SB3's Adam settings (eps=1e-5) with the fused kernel: one pass over all parameters.
+        "optimizer_kwargs": {"eps": 1e-5, "fused": True},
     }
     model = MaskablePPO(
         ConnectXPolicy,

@@ -27,6 +27,7 @@ from connectx_gym.env import ConnectXEnv
 from connectx_gym.files import NumpyNetPolicy, load_weights
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
+from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.curriculum import SELF_LABEL
 
@@ -144,12 +145,20 @@ def queue_opponents(
     mixture: Sequence[tuple[str, float]],
     snapshots: Sequence[str],
     rng: np.random.Generator,
+    weights_cache: dict[str, WeightsFile] | None = None,
 ) -> None:
     """Draw each env's opponent for its next episodes from ``mixture`` (``(label, weight)``; label
-    :data:`~train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``)."""
+    :data:`~train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``).
+
+    ``weights_cache`` (path -> weights) spares reading a snapshot's file again at every rollout;
+    paths no longer in ``snapshots`` are dropped from it.
+    """
     labels = [label for label, _ in mixture]
     probabilities = np.array([p for _, p in mixture])
     probabilities /= probabilities.sum()
+    cache = {} if weights_cache is None else weights_cache
+    for stale in set(cache) - set(snapshots):
+        del cache[stale]
     loaded: dict[str, NumpyNetPolicy] = {}  # one policy per snapshot: a batched env asks it once
     for index in range(env.num_envs):
         label = labels[rng.choice(len(labels), p=probabilities)]
@@ -157,7 +166,9 @@ def queue_opponents(
         if label == SELF_LABEL:
             snapshot = snapshots[rng.integers(len(snapshots))]
             if snapshot not in loaded:
-                weights = load_weights(snapshot)
+                if snapshot not in cache:
+                    cache[snapshot] = load_weights(snapshot)
+                weights = cache[snapshot]
                 loaded[snapshot] = NumpyNetPolicy(weights, deterministic=False, name="self")
             opponent = loaded[snapshot]
         env.env_method("queue_opponent", label, opponent, indices=[index])

@@ -45,6 +45,7 @@ from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
 from train.finish import finish
 from train.model import load_model, new_model, save_model
+from train.networks import use_bf16
 from train.opponents import close_env, collect_timing, make_vec_env
 from train.state import RunState, SessionClock
 from train.teacher import (
@@ -161,6 +162,8 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     env = make_vec_env(config)
     if config.resume:
         model = load_model(out / "checkpoint.zip", env, out)
+        # the number format is this machine's (--precision auto may resolve otherwise here)
+        model.policy.features_extractor.bf16 = use_bf16(config.precision)
         log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
     else:
         model = new_model(config, env, out)
@@ -203,7 +206,8 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
             TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
         )
     wall_split = WallSplitCallback()
-    callbacks.callbacks.append(wall_split)
+    # first: a rollout ends before the teacher replay and the other callbacks' rollout-end work
+    callbacks.callbacks.insert(0, wall_split)
     try:
         with _stop_signals_interrupt():
             try:
