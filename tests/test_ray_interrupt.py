@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import pytest
+from child_signals import default_signal_dispositions
 
 pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
@@ -30,6 +31,7 @@ def test_sigint_cancels_and_exits_promptly(tmp_path: Path) -> None:
         process = subprocess.Popen(
             [*command, "--games", "400", "--ray"],
             stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT, env=env,
+            preexec_fn=default_signal_dispositions,  # our Ctrl-C, even from a background job
         )  # fmt: skip
         try:
             deadline = time.monotonic() + 300  # Ray's start and a first game on a busy machine

@@ -14,6 +14,7 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from child_signals import default_signal_dispositions
 
 pytest.importorskip("sb3_contrib")
 
@@ -59,13 +60,6 @@ SMALL = [
     "--teacher-positions",
     "0",
 ]
-
-
-def default_signal_dispositions() -> None:
-    """Run in the child before exec: a shell's background job (``pytest ... &``) ignores SIGINT,
-    and an ignored signal stays ignored across exec, so the child would never see our Ctrl-C."""
-    for number in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(number, signal.SIG_DFL)
 
 
 def connectx(*argv: str, **kwargs: object) -> subprocess.Popen:
