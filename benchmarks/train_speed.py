@@ -5,9 +5,12 @@ markdown table: median steps per second over ``--repeat`` runs (the settings tak
 machine slows all of them alike), its ratio to the first row, the seconds spent inside the
 opponent and their share of the wall time. The first row is the old default path: SB3's
 ``DummyVecEnv``, one torch thread, convolution weights in torch's default NCHW layout, numpy's BLAS
-left alone; the second is today's default (the batched env, two torch threads, channels-last
-weights, BLAS held to one thread). ``--opponent snapshot`` plays a frozen copy of the network
-(numpy forward passes, as self-play does). Usage::
+left alone, float32 products; the second is today's default (the batched env, two torch threads,
+channels-last weights, BLAS held to one thread, ``--precision auto``: bfloat16 updates where the
+CPU has bfloat16 instructions). Changes of the code itself (the fused Adam step, the numpy
+convolution of self-play snapshots) speed up every row alike, so the ratio understates the gain
+over the old code: ``train_speed_release.py`` measures that. ``--opponent snapshot`` plays a
+frozen copy of the network (numpy forward passes, as self-play does). Usage::
 
     python benchmarks/train_speed.py [--quick | --smoke] [--repeat 3] [--settings 4]
         [--opponent minimax:depth=3 | snapshot]
@@ -35,17 +38,13 @@ from train.opponents import collect_timing, make_vec_env
 
 #: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution
 #: layout) and "blas" ("free": numpy's BLAS threads not limited, as before).
+#: The old default path's settings (with "vec_env": "dummy", the first row).
+OLD = {"torch_threads": 1, "layout": "nchw", "blas": "free", "precision": "fp32"}
 SETTINGS: list[dict[str, Any]] = [  # the first is the reference of the "vs old" column
-    {"vec_env": "dummy", "torch_threads": 1, "layout": "nchw", "blas": "free", "precision": "fp32"},
+    {"vec_env": "dummy", **OLD},  # the old default
     {},  # today's default settings
     {"precision": "fp32"},  # today's default in float32 throughout
-    {
-        "vec_env": "batched",
-        "torch_threads": 1,
-        "layout": "nchw",
-        "blas": "free",
-        "precision": "fp32",
-    },
+    {"vec_env": "batched", **OLD},
     {"vec_env": "batched", "torch_threads": 2, "layout": "nchw", "precision": "fp32"},
     {"vec_env": "batched", "torch_threads": 2, "blas": "free"},
     {"vec_env": "dummy", "torch_threads": 2},

@@ -71,11 +71,12 @@ def random_board(geometry: Geometry, rng: np.random.Generator) -> Board:
     return board
 
 
+@pytest.mark.parametrize("kernel", [1, 3, 5])
 @pytest.mark.parametrize("shape", [(1, 2, 6, 7), (3, 3, 4, 5), (2, 1, 1, 1)])
-def test_conv_matches_reference(shape: tuple[int, ...]) -> None:
+def test_conv_matches_reference(shape: tuple[int, ...], kernel: int) -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=shape)
-    weight = rng.normal(size=(4, shape[1], 3, 3))
+    weight = rng.normal(size=(4, shape[1], kernel, kernel))
     bias = rng.normal(size=4)
     np.testing.assert_allclose(conv2d_same(x, weight, bias), conv_reference(x, weight, bias))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from train.config import TrainConfig
 from train.model import new_model
 from train.networks import ConnectXCNN, bf16_native, use_bf16
 from train.opponents import collect_timing, make_vec_env, queue_opponents
+from train.teacher import TeacherReplayCallback
 from train.trainer import train
 
 
@@ -166,7 +168,28 @@ def test_convolution_weights_are_channels_last(tmp_path: Path) -> None:
     assert convs
     for conv in convs:
         assert conv.weight.is_contiguous(memory_format=torch.channels_last)
+    adam = model.policy.optimizer.defaults
+    assert adam["fused"] is True  # one fused step over all parameters
+    assert adam["eps"] == 1e-5  # SB3's Adam setting, kept
     env.close()
+
+
+def test_teacher_replay_counts_as_update_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    replay = TeacherReplayCallback._on_rollout_end
+    pause = 0.3
+
+    def slow_replay(self: TeacherReplayCallback) -> None:
+        replay(self)
+        time.sleep(pause)
+
+    monkeypatch.setattr(TeacherReplayCallback, "_on_rollout_end", slow_replay)
+    config = tiny(tmp_path / "run", teacher_positions=30, teacher_epochs=1, teacher_workers=1)
+    timing = train(config, log=quiet)["timing"]
+    rollouts = config.timesteps // (config.n_envs * config.n_steps)
+    assert timing["update_seconds"] >= rollouts * pause
+    assert timing["rollout_seconds"] < rollouts * pause
 
 
 def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
