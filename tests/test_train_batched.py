@@ -188,8 +188,8 @@ def test_teacher_replay_counts_as_update_time(
     config = tiny(tmp_path / "run", teacher_positions=30, teacher_epochs=1, teacher_workers=1)
     timing = train(config, log=quiet)["timing"]
     rollouts = config.timesteps // (config.n_envs * config.n_steps)
+    # (the rollouts' own seconds depend on the machine's load, so only this side is asserted)
     assert timing["update_seconds"] >= rollouts * pause
-    assert timing["rollout_seconds"] < rollouts * pause
 
 
 def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
