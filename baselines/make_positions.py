@@ -96,14 +96,18 @@ def canonical_key(geometry: Geometry, moves: Sequence[int]) -> tuple[int, int]:
 
 
 def play_game(
-    geometry: Geometry, policies: Sequence[Policy], rng: np.random.Generator
+    geometry: Geometry,
+    policies: Sequence[Policy],
+    rng: np.random.Generator,
+    start: Sequence[int] = (),
 ) -> list[int]:
     """The moves of one game between two of ``policies`` drawn with replacement (the first
-    seat first), every move and draw from ``rng``."""
+    seat first), every move and draw from ``rng``; the game starts with the moves ``start``
+    (which it returns too)."""
     seats = [policies[i] for i in rng.integers(len(policies), size=2)]
     for policy in seats:
         policy.reset()
-    board, moves = Board.empty(geometry.rows, geometry.columns, geometry.inarow), []
+    board, moves = Board.from_moves(geometry, start), [int(c) for c in start]
     while not board.is_terminal():
         column = int(seats[board.moves % 2].act(board, rng))
         board = board.play(column)

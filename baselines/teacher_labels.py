@@ -21,6 +21,7 @@ How positions are made (deterministic for a seed, whatever the number of worker 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ProcessPoolExecutor, as_completed
@@ -34,9 +35,19 @@ from baselines.make_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.openings import ply_openings
 from connectx_gym.registry import make_policy
 
-__all__ = ["CHUNK", "PLAYERS", "TeacherSet", "evaluation_keys", "make_teacher_set"]
+__all__ = [
+    "CHUNK",
+    "PLAYERS",
+    "ChunkSettings",
+    "TeacherSet",
+    "evaluation_keys",
+    "label_chunk",
+    "make_teacher_set",
+    "merge_chunks",
+]
 
 #: positions per chunk (one seed and one worker task each)
 CHUNK = 250
@@ -101,29 +112,59 @@ def evaluation_keys(geometry: Geometry) -> set[tuple[int, int]]:
     return {canonical_key(geometry, moves) for moves in positions.moves}
 
 
-def _chunk(
-    geometry_key: tuple[int, int, int],
-    seed: int,
+@dataclass(frozen=True)
+class ChunkSettings:
+    """What a chunk of labelled positions depends on, besides its seed.
+
+    Positions are taken from games between ``players`` (both seats drawn with replacement) that
+    start from a random opening of ``opening_plies`` moves (:func:`connectx_gym.openings.
+    ply_openings`); each position of ``min_ply`` to ``max_ply`` stones (``None``: any) is kept
+    with probability ``keep`` and labelled under ``node_limit`` solver nodes.
+    """
+
+    geometry_key: tuple[int, int, int]
+    min_ply: int
+    keep: float
+    node_limit: int
+    max_ply: int | None = None
+    players: tuple[str, ...] = PLAYERS
+    opening_plies: int = 0
+    table_bits: int = 22
+
+    def name(self) -> str:
+        """The settings in a file name (the defaults of the later fields are left out)."""
+        rows, columns, inarow = self.geometry_key
+        text = f"{rows}x{columns}x{inarow}_{self.min_ply}_{self.keep}_{self.node_limit}"
+        if self.max_ply is not None or self.players != PLAYERS or self.opening_plies:
+            players = hashlib.sha1("|".join(self.players).encode()).hexdigest()[:8]
+            text += f"_{self.max_ply}_{players}_{self.opening_plies}"
+        return text
+
+
+def label_chunk(
+    settings: ChunkSettings,
+    seed: int | np.random.SeedSequence,
     count: int,
-    min_ply: int,
-    keep: float,
-    node_limit: int,
     exclude: frozenset[tuple[int, int]],
 ) -> tuple[list[list[int]], list[np.ndarray], int, int]:
-    """``count`` labelled positions from games seeded by ``seed``:
-    (moves, values, games played, positions skipped)."""
-    geometry = Geometry(*geometry_key)
-    solver = Solver(geometry, table_bits=22)
+    """``count`` labelled positions from games seeded by ``seed``, none of them (up to the
+    mirror) in ``exclude``: (moves, values, games played, positions skipped)."""
+    geometry = Geometry(*settings.geometry_key)
+    solver = Solver(geometry, table_bits=settings.table_bits)
     rng = np.random.default_rng(seed)
-    policies = [make_policy(spec) for spec in PLAYERS]
+    policies = [make_policy(spec) for spec in settings.players]
+    openings = ply_openings(geometry, settings.opening_plies) if settings.opening_plies else [()]
+    last_ply = geometry.cells if settings.max_ply is None else settings.max_ply + 1
     seen: set[tuple[int, int]] = set(exclude)
     moves_out: list[list[int]] = []
     values_out: list[np.ndarray] = []
     games = skipped = 0
     while len(moves_out) < count:
         games += 1
-        moves = play_game(geometry, policies, rng)
-        plies = [p for p in range(min_ply, len(moves)) if rng.random() < keep]
+        start = openings[int(rng.integers(len(openings)))] if settings.opening_plies else ()
+        moves = play_game(geometry, policies, rng, start)
+        first = max(settings.min_ply, len(start))
+        plies = [p for p in range(first, min(len(moves), last_ply)) if rng.random() < settings.keep]
         # From the end backwards: later positions fill the table that earlier ones reuse.
         for ply in reversed(plies):
             key = canonical_key(geometry, moves[:ply])
@@ -132,7 +173,7 @@ def _chunk(
             seen.add(key)
             try:
                 values = solver.move_values(
-                    Board.from_moves(geometry, moves[:ply]), node_limit=node_limit
+                    Board.from_moves(geometry, moves[:ply]), node_limit=settings.node_limit
                 )
             except SearchLimitError:
                 skipped += 1
@@ -173,10 +214,8 @@ def make_teacher_set(
     excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
     sizes = [CHUNK] * (count // CHUNK) + ([count % CHUNK] if count % CHUNK else [])
     seeds = np.random.SeedSequence(seed).generate_state(len(sizes)).tolist()
-    args = [
-        (geometry.key, s, n, min_ply, keep, node_limit, excluded)
-        for s, n in zip(seeds, sizes, strict=True)
-    ]
+    settings = ChunkSettings(geometry.key, min_ply, keep, node_limit)
+    args = [(settings, s, n, excluded) for s, n in zip(seeds, sizes, strict=True)]
     results: dict[int, Any] = {}
     files = [_chunk_file(cache, index, item) for index, item in enumerate(args)]
     for index, file in enumerate(files):
@@ -192,24 +231,29 @@ def make_teacher_set(
 
     if workers <= 1 or len(todo) <= 1:
         for index in todo:
-            done(index, _chunk(*args[index]))
+            done(index, label_chunk(*args[index]))
     else:
         with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(_chunk, *args[index]): index for index in todo}
+            futures = {pool.submit(label_chunk, *args[index]): index for index in todo}
             for future in as_completed(futures):  # cached as soon as each is labelled
                 done(futures[future], future.result())
     ordered = [results[index] for index in range(len(args))]
-    return _merge(geometry, ordered, seed, min_ply, keep, node_limit)
+    meta = {
+        "seed": seed,
+        "min_ply": min_ply,
+        "keep": keep,
+        "node_limit": node_limit,
+        "players": list(PLAYERS),
+    }
+    return merge_chunks(geometry, ordered, meta)
 
 
 def _chunk_file(cache: Path | None, index: int, args: tuple) -> Path | None:
     """The cache file of chunk ``index``; its name carries every setting the chunk depends on."""
     if cache is None:
         return None
-    geometry_key, seed, count, min_ply, keep, node_limit, _ = args
-    rows, columns, inarow = geometry_key
-    settings = f"{rows}x{columns}x{inarow}_{seed}_{count}_{min_ply}_{keep}_{node_limit}"
-    return cache / f"chunk{index:05d}_{settings}.npz"
+    settings, seed, count, _ = args
+    return cache / f"chunk{index:05d}_{settings.name()}_{seed}_{count}.npz"
 
 
 def _write_chunk(path: Path, result: Any) -> None:
@@ -235,13 +279,17 @@ def _progress(log: Callable[[str], None] | None, done: int, total: int) -> None:
         log(f"teacher set: {done}/{total} chunks labelled")
 
 
-def _merge(
-    geometry: Geometry, results: Sequence[Any], seed: int, min_ply: int, keep: float, nodes: int
+def merge_chunks(
+    geometry: Geometry, results: Sequence[Any], meta: dict[str, Any], base: TeacherSet | None = None
 ) -> TeacherSet:
-    seen: set[tuple[int, int]] = set()
-    rows: list[list[int]] = []
-    values: list[np.ndarray] = []
-    games = skipped = 0
+    """The positions of ``base`` (if any), then those of the chunk ``results`` (as returned by
+    :func:`label_chunk`) not seen before up to the mirror; ``meta`` plus the games played and
+    positions skipped, added to ``base``'s."""
+    rows = [] if base is None else [row[row >= 0].tolist() for row in base.moves]
+    values = [] if base is None else list(base.values)
+    seen = {canonical_key(geometry, moves) for moves in rows}
+    games = 0 if base is None else int(base.meta.get("games", 0))
+    skipped = 0 if base is None else int(base.meta.get("skipped", 0))
     for chunk_moves, chunk_values, chunk_games, chunk_skipped in results:
         games += chunk_games
         skipped += chunk_skipped
@@ -254,15 +302,6 @@ def _merge(
     moves_array = np.full((len(rows), geometry.cells), -1, dtype=np.int8)
     for index, moves in enumerate(rows):
         moves_array[index, : len(moves)] = moves
-    meta = {
-        "geometry": list(geometry.key),
-        "seed": seed,
-        "min_ply": min_ply,
-        "keep": keep,
-        "node_limit": nodes,
-        "games": games,
-        "skipped": skipped,
-        "players": list(PLAYERS),
-    }
+    meta = {"geometry": list(geometry.key), **meta, "games": games, "skipped": skipped}
     value_array = np.stack(values) if values else np.zeros((0, geometry.columns), np.int8)
     return TeacherSet(geometry, moves_array, value_array, meta)

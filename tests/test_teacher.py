@@ -20,7 +20,13 @@ from connectx_gym.bitboard import Geometry
 from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
 from train.model import new_model
 from train.opponents import make_vec_env
-from train.teacher import batch_losses, policy_outputs, pretrain_policy, teacher_tensors
+from train.teacher import (
+    batch_losses,
+    load_teacher,
+    policy_outputs,
+    pretrain_policy,
+    teacher_tensors,
+)
 from train.trainer import RunInterruptedError, train
 
 SMALL = Geometry(4, 5, 3)
@@ -130,6 +136,7 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_epochs", 0, "teacher_epochs must be >= 1"),
         ("teacher_replay", -2, "teacher_replay must be >= 0"),
         ("teacher_workers", 0, "teacher_workers must be >= 1"),
+        ("teacher_book", -1, "teacher_book must be >= 0"),
     ],
 )
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
@@ -158,3 +165,36 @@ def test_a_preset_is_refused_beside_resume() -> None:
     strong = config_from_args(parser.parse_args(["--preset", "strong", "--channels", "48"]))
     assert strong.channels == 48
     assert strong.teacher_positions == preset_config("strong").teacher_positions
+
+
+def test_the_opening_book_is_added_to_the_runs_own_positions(
+    small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    book = dataclasses.replace(
+        small_set, meta={**small_set.meta, "settings": {"min_ply": 1, "max_ply": 9}}
+    )
+    monkeypatch.setattr(train_teacher, "load_book", lambda g: book if g == SMALL else None)
+    config = TrainConfig(
+        rows=4, columns=5, inarow=3, teacher_positions=40, teacher_workers=1, teacher_book=3
+    )
+    logs: list[str] = []
+    data = load_teacher(config, tmp_path, logs.append)
+    own = teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz"))
+    assert len(data) == len(own) + 3 * len(book)
+    taught = teacher_tensors(book)
+    for copy in range(3):
+        start = len(own) + copy * len(book)
+        for name in ("observations", "masks", "good", "values"):
+            torch.testing.assert_close(
+                getattr(data, name)[start : start + len(book)], getattr(taught, name)
+            )
+    added = f"opening book ({len(book)} positions of 1-9 stones) 3 times"
+    assert any(added in line for line in logs)
+    # Without copies, or on a board the book does not cover: the run's own positions only.
+    assert len(load_teacher(dataclasses.replace(config, teacher_book=0), tmp_path, print)) == len(
+        own
+    )
+    logs.clear()
+    other = dataclasses.replace(config, rows=5, out=str(tmp_path / "other"), teacher_positions=10)
+    assert len(load_teacher(other, tmp_path / "other", logs.append)) == 10
+    assert any("no opening book" in line for line in logs)

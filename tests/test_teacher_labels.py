@@ -94,7 +94,7 @@ def test_workers_and_the_chunk_cache_do_not_change_the_set(
     def no_labelling(*args: object) -> None:
         raise AssertionError("a cached chunk was labelled again")
 
-    monkeypatch.setattr(teacher_labels, "_chunk", no_labelling)
+    monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
     cached = make_teacher_set(SMALL, count, seed=5, min_ply=1, exclude=(), cache=tmp_path)
     np.testing.assert_array_equal(serial.moves, cached.moves)
 

@@ -151,6 +151,12 @@ class TrainConfig:
         "was taught (0: none)",
     )
     teacher_workers: int = _field(2, "processes labelling the teacher positions")
+    teacher_book: int = _field(
+        2,
+        "copies of the shipped opening book (baselines.teacher_book: exactly labelled positions "
+        "of 5 to 11 stones, which a run's own labelling mostly cannot afford) added to the "
+        "teacher positions, on the board sizes it covers; 0: the run's own positions only",
+    )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
         ("random", "onestep", "minimax:depth=2", "minimax:depth=3", "minimax:depth=4"),
@@ -194,6 +200,7 @@ class TrainConfig:
             "selfplay_from_stage",
             "teacher_positions",
             "teacher_replay",
+            "teacher_book",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")

@@ -15,6 +15,7 @@ taught network, with its own optimizer.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +24,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
+from baselines.teacher_book import load_book
 from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import TrainConfig
@@ -31,6 +33,7 @@ __all__ = [
     "TEACHER_FILE",
     "TeacherReplayCallback",
     "TeacherTensors",
+    "concatenate",
     "load_teacher",
     "policy_outputs",
     "pretrain_policy",
@@ -140,14 +143,26 @@ def pretrain_policy(
     return summary
 
 
+def concatenate(parts: list[TeacherTensors]) -> TeacherTensors:
+    """The positions of every part, in order."""
+    return TeacherTensors(
+        *(
+            torch.cat(tensors)
+            for tensors in zip(*(dataclasses.astuple(p) for p in parts), strict=True)
+        )
+    )
+
+
 def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> TeacherTensors:
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
-    per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there."""
+    per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there;
+    then ``config.teacher_book`` copies of the shipped opening book
+    (:mod:`baselines.teacher_book`), where it covers the board size."""
     path = out / TEACHER_FILE
+    geometry = Geometry(config.rows, config.columns, config.inarow)
     if path.is_file():
         teacher = TeacherSet.load(path)
     else:
-        geometry = Geometry(config.rows, config.columns, config.inarow)
         log(f"labelling {config.teacher_positions} teacher positions with the exact solver")
         teacher = make_teacher_set(
             geometry,
@@ -158,7 +173,18 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
             log=log,
         )
         teacher.save(path)
-    return teacher_tensors(teacher)
+    data = teacher_tensors(teacher)
+    if config.teacher_book:
+        book = load_book(geometry)
+        if book is None:
+            log(f"no opening book for {geometry}: teaching from the run's own positions only")
+        else:
+            settings = book.meta["settings"]
+            stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
+            copies = config.teacher_book
+            log(f"adding the opening book ({len(book)} positions of {stones}) {copies} times")
+            data = concatenate([data] + [teacher_tensors(book)] * config.teacher_book)
+    return data
 
 
 class TeacherReplayCallback(BaseCallback):

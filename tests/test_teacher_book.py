@@ -1,0 +1,118 @@
+"""baselines.teacher_book: the shipped opening book agrees with the solver and never holds an
+evaluation position; the book grows chunk by chunk, the same whichever way its chunks are
+labelled, and refuses to mix settings."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.make_positions import canonical_key, play_game
+from baselines.perfect_play import load_positions
+from baselines.solver import Solver
+from baselines.teacher_book import BOOK, BOOK_FILE, extend_book, load_book, main
+from baselines.teacher_labels import ILLEGAL, ChunkSettings
+from connectx_gym.bitboard import Geometry
+from connectx_gym.registry import make_policy
+
+SIX_BY_SEVEN = Geometry(6, 7, 4)
+SMALL = ChunkSettings(
+    (4, 5, 3),
+    min_ply=3,
+    keep=0.5,
+    node_limit=1_000_000,
+    max_ply=8,
+    players=("onestep~0.3", "minimax:depth=2~0.2"),
+    opening_plies=2,
+    table_bits=16,
+)
+
+
+def test_the_shipped_book_agrees_with_the_solver_on_a_sample() -> None:
+    book = load_book(SIX_BY_SEVEN)
+    assert book is not None
+    assert len(book) >= 500
+    boards = book.boards()
+    stones = np.array([board.moves for board in boards])
+    assert stones.min() >= BOOK.min_ply
+    assert stones.max() <= BOOK.max_ply
+    # A sample of the cheaper positions (those of 5-8 stones cost seconds each to check).
+    rng = np.random.default_rng(0)
+    solver = Solver(SIX_BY_SEVEN)
+    for index in rng.choice(np.flatnonzero(stones >= 10), size=5, replace=False):
+        board = boards[index]
+        expected = solver.move_values(board)
+        np.testing.assert_array_equal(
+            book.values[index], np.where(np.isnan(expected), ILLEGAL, expected)
+        )
+
+
+def test_the_shipped_book_holds_no_evaluation_position_and_no_duplicate() -> None:
+    book = load_book(SIX_BY_SEVEN)
+    assert book is not None
+    keys = [canonical_key(SIX_BY_SEVEN, row[row >= 0]) for row in book.moves]
+    assert len(set(keys)) == len(keys)
+    evaluation = load_positions(split="all")
+    assert not set(keys) & {canonical_key(SIX_BY_SEVEN, m) for m in evaluation.moves}
+
+
+def test_load_book_is_none_for_other_board_sizes_and_missing_files(tmp_path: Path) -> None:
+    assert load_book(Geometry(5, 6, 4)) is None
+    assert load_book(SIX_BY_SEVEN, tmp_path / "absent.npz") is None
+    assert BOOK_FILE.is_file()
+
+
+def test_games_start_from_the_given_moves() -> None:
+    geometry = Geometry(*SMALL.geometry_key)
+    rng = np.random.default_rng(3)
+    moves = play_game(geometry, [make_policy("random")], rng, start=(2, 2, 1))
+    assert moves[:3] == [2, 2, 1]
+    assert len(moves) > 3
+
+
+def test_the_book_grows_by_chunks_and_labels_exactly(tmp_path: Path) -> None:
+    path = tmp_path / "book.npz"
+    at_once = extend_book(tmp_path / "once.npz", 3, settings=SMALL, chunk_size=4)
+    first = extend_book(path, 2, settings=SMALL, chunk_size=4, workers=2)
+    assert first.meta["chunks"] == 2
+    grown = extend_book(path, 1, settings=SMALL, chunk_size=4)
+    assert grown.meta["chunks"] == 3
+    assert grown.meta["commands"] == [[0, 2], [2, 3]]
+    # The first chunks are the same positions whichever way they were labelled.
+    np.testing.assert_array_equal(grown.moves[: len(first)], at_once.moves[: len(first)])
+    geometry = Geometry(*SMALL.geometry_key)
+    keys = [canonical_key(geometry, row[row >= 0]) for row in grown.moves]
+    assert len(set(keys)) == len(keys)
+    solver = Solver(geometry)
+    for board, values in zip(grown.boards(), grown.values, strict=True):
+        assert max(SMALL.min_ply, 2) <= board.moves <= SMALL.max_ply
+        expected = np.sign(solver.move_scores(board))
+        np.testing.assert_array_equal(values, np.where(np.isnan(expected), ILLEGAL, expected))
+
+
+def test_a_book_refuses_other_settings_and_bad_counts(tmp_path: Path) -> None:
+    path = tmp_path / "book.npz"
+    extend_book(path, 1, settings=SMALL, chunk_size=3)
+    with pytest.raises(ValueError, match="other settings"):
+        extend_book(path, 1, settings=dataclasses.replace(SMALL, keep=0.25), chunk_size=3)
+    with pytest.raises(ValueError, match="other settings"):
+        extend_book(path, 1, settings=SMALL, chunk_size=4)
+    with pytest.raises(ValueError, match="must be >= 1"):
+        extend_book(path, 0, settings=SMALL)
+
+
+def test_the_command_line_reports_bad_input_without_a_traceback(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--chunks", "0", "--out", str(tmp_path / "b.npz")])
+    assert "must be >= 1" in capsys.readouterr().err
+
+
+def test_a_time_limit_stops_before_the_first_chunk(tmp_path: Path) -> None:
+    with pytest.raises(RuntimeError, match="no chunk was labelled"):
+        extend_book(tmp_path / "book.npz", 2, settings=SMALL, chunk_size=3, minutes=1e-9)
+    assert not (tmp_path / "book.npz").exists()
