@@ -204,6 +204,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     except ValueError as error:
         parser.error(str(error))
+    except KeyboardInterrupt:
+        print(f"interrupted: {args.out} keeps every chunk written so far; the same command goes on")
+        return 130
     plies = (book.moves >= 0).sum(axis=1)
     counts = {int(p): int((plies == p).sum()) for p in np.unique(plies)}
     print(f"{args.out}: {len(book)} positions; by stones: {counts}; skipped {book.meta['skipped']}")

@@ -6,7 +6,8 @@ For each agent (a policy spec or a weights ``.npz``; default: the shipped ``ppo`
   share of positions where its move loses the win/draw/loss value, per phase, with 95% Wilson
   intervals, and the perfect-move rate;
 - **matches** from all 49 two-ply openings, each from both seats (98 games; draws count half)
-  against minimax depth 4 and alphabeta at 50 ms per move, with 95% intervals;
+  against minimax depth 4 and alphabeta at 50 ms per move, repeated with ``--repeats`` seeds
+  (4): the mean score and each seed's (one 98-game match moves by about 0.1 between seeds);
 - **ms per move**: the mean time of one ``act`` over the test positions (one board at a time).
 
 Targets (``--targets``): ``shipped`` (the ``ppo`` policy: mistakes <= 6% overall and <= 10% in
@@ -14,7 +15,8 @@ every phase, >= 0.95 vs minimax 4, >= 0.55 vs alphabeta 50 ms, <= 1 ms per move)
 (the 30-minute ``connectx train`` run: <= 12%, >= 0.80, >= 0.40). Nothing here is tuned on: the
 test split is never used for training or for choosing settings (``dev`` is).
 
-Usage: ``python benchmarks/bench_agent.py [AGENT ...] [--targets shipped|default] [--smoke]``
+Usage: ``python benchmarks/bench_agent.py [AGENT ...] [--targets shipped|default] [--repeats N]
+[--smoke]``
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from baselines.perfect_play import evaluate_policy, load_positions
-from connectx_gym.match import play_match
+from connectx_gym.match import play_match, wilson_interval
 from connectx_gym.registry import make_policy
 
 TARGETS: dict[str, dict[str, float]] = {
@@ -50,8 +52,32 @@ def ms_per_move(spec: str, boards: list[Any]) -> float:
     return 1000 * (time.perf_counter() - started) / len(boards)
 
 
-def measure(spec: str, smoke: bool, seed: int) -> dict[str, Any]:
-    """Mistake rates, match scores and speed of ``spec``."""
+def repeated_match(spec: str, opponent: str, seeds: list[int], smoke: bool) -> dict[str, Any]:
+    """``spec`` against ``opponent`` from the openings, once per seed: the mean score, each
+    seed's score, and the pooled games' 95% interval (the opponents' tie-breaks differ between
+    seeds; a deterministic agent's games against a deterministic opponent repeat, so then the
+    spread between seeds, not the pooled interval, is the honest error bar)."""
+    started = time.perf_counter()
+    matches = [play_match(spec, opponent, games=2 if smoke else None, seed=s) for s in seeds]
+    games = sum(m.games for m in matches)
+    points = sum(m.wins + 0.5 * m.draws for m in matches)
+    scores = [m.score for m in matches]
+    print(
+        f"{spec} vs {opponent}: {points / games:.3f} over {len(seeds)} seeds "
+        f"({', '.join(f'{x:.3f}' for x in scores)}; {time.perf_counter() - started:.0f} s)",
+        file=sys.stderr,
+    )
+    return {
+        "score": points / games,
+        "scores": scores,
+        "games": games,
+        "ci95": list(wilson_interval(points / games, games)),
+        "matches": [m.to_dict() for m in matches],
+    }
+
+
+def measure(spec: str, smoke: bool, seed: int, repeats: int) -> dict[str, Any]:
+    """Mistake rates, match scores (``repeats`` seeds from ``seed`` on) and speed of ``spec``."""
     positions = load_positions(split="test")
     if smoke:
         positions = positions.subset(np.arange(len(positions)) < 40)
@@ -59,11 +85,9 @@ def measure(spec: str, smoke: bool, seed: int) -> dict[str, Any]:
     print(rates.table().replace("given split", "test split"), file=sys.stderr)
     result: dict[str, Any] = {"perfect_play": rates.to_dict()}
     result["ms_per_move"] = ms_per_move(spec, positions.boards())
+    seeds = list(range(seed, seed + repeats))
     for key, opponent in OPPONENTS.items():
-        started = time.perf_counter()
-        match = play_match(spec, opponent, games=2 if smoke else None, seed=seed)
-        print(f"{match.summary()} ({time.perf_counter() - started:.0f} s)", file=sys.stderr)
-        result[key] = match.to_dict()
+        result[key] = repeated_match(spec, opponent, seeds, smoke)
     return result
 
 
@@ -93,18 +117,28 @@ def main() -> None:
     parser.add_argument("agents", nargs="*", default=["ppo"], help="specs or .npz files (ppo)")
     parser.add_argument("--targets", choices=sorted(TARGETS), default="shipped")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=4,
+        help="matches per opponent, with seeds --seed, --seed + 1, ... (98 games each): one "
+        "98-game match's score moves by about 0.1 with the opponents' random tie-breaks",
+    )
     parser.add_argument("--smoke", action="store_true", help="40 positions, 2 games: a crash test")
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.repeats < 1:
+        parser.error(f"--repeats must be >= 1, got {args.repeats}")
     results = {}
     for spec in args.agents:
-        results[spec] = measure(spec, args.smoke, args.seed)
+        results[spec] = measure(spec, args.smoke, args.seed, args.repeats)
     print(f"## Learned agents against perfect play and search ({args.targets} targets)\n")
     print(
         "Mistakes: share of the test split's positions where the move loses the game value. "
-        "Matches: 49 two-ply openings from both seats, draws half. "
-        f"Seed {args.seed}; {time.perf_counter() - started:.0f} s in all.\n"
+        "Matches: 49 two-ply openings from both seats, draws half, once per seed "
+        f"(seeds {args.seed} to {args.seed + args.repeats - 1}): the mean score, then the lowest "
+        f"and highest seed's. {time.perf_counter() - started:.0f} s in all.\n"
     )
     print("| agent | mistakes (95% CI) | perfect | vs minimax 4 | vs alphabeta 50 ms | ms/move |")
     print("|---|---|---:|---|---|---:|")
@@ -115,8 +149,8 @@ def main() -> None:
         print(
             f"| {spec} | {overall['mistake_rate']:.1%} ({low:.1%}-{high:.1%}) "
             f"| {overall['perfect_rate']:.1%} "
-            f"| {m['score']:.3f} ({m['ci95'][0]:.3f}-{m['ci95'][1]:.3f}) "
-            f"| {a['score']:.3f} ({a['ci95'][0]:.3f}-{a['ci95'][1]:.3f}) "
+            f"| {m['score']:.3f} ({min(m['scores']):.3f}-{max(m['scores']):.3f}) "
+            f"| {a['score']:.3f} ({min(a['scores']):.3f}-{max(a['scores']):.3f}) "
             f"| {r['ms_per_move']:.2f} |"
         )
     for spec, r in results.items():

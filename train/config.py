@@ -19,8 +19,10 @@ and a ``review_weight`` share against the earlier stages.
 Teacher
 -------
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
-policy to keep each position's game value (:mod:`train.teacher`); ``teacher_replay`` supervised
-minibatches after each rollout keep that knowledge while PPO learns. This is the run's only use
+policy to keep each position's game value (:mod:`train.teacher`), together with ``teacher_book``
+copies of the shipped opening book (:mod:`baselines.teacher_book`: positions of 5 to 11 stones,
+labelled once outside any run); ``teacher_replay`` supervised minibatches after each rollout keep
+that knowledge while PPO learns. This is the run's only use
 of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
 """
 
@@ -139,7 +141,7 @@ class TrainConfig:
     pool_size: int = _field(5, "most recent snapshots kept in the self-play pool")
     # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
     teacher_positions: int = _field(
-        20_000,
+        30_000,
         "positions labelled with their exact move values by the solver (baselines."
         "teacher_labels) to teach the policy by supervised learning before PPO; 0: pure PPO, "
         "no exact scores anywhere in the run",
@@ -350,6 +352,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "teacher_positions": 160_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
+            "teacher_book": 0,  # the shipped ppo predates the opening book
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",

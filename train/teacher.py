@@ -2,7 +2,8 @@
 
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
 :mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
-them again) and trains the MaskablePPO policy on them by supervised learning:
+them again), adds ``--teacher-book`` copies of the shipped opening book
+(:mod:`baselines.teacher_book`) and trains the MaskablePPO policy on them by supervised learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
   (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
