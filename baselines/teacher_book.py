@@ -27,7 +27,6 @@ import argparse
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
@@ -38,8 +37,8 @@ from baselines.teacher_labels import (
     ChunkSettings,
     TeacherSet,
     evaluation_keys,
-    label_chunk,
     merge_chunks,
+    run_chunks,
 )
 from connectx_gym.bitboard import Geometry
 
@@ -116,6 +115,8 @@ def extend_book(
         raise ValueError(
             f"chunks, workers and chunk_size must be >= 1, got {chunks}, {workers}, {chunk_size}"
         )
+    if minutes < 0:
+        raise ValueError(f"minutes must be >= 0 (0: no limit), got {minutes}")
     geometry = Geometry(*settings.geometry_key)
     wanted = {"settings": _settings_meta(settings), "chunk_size": chunk_size, "seed": seed}
     book = TeacherSet.load(path) if path.is_file() else None
@@ -154,28 +155,10 @@ def extend_book(
         chunk_seed = np.random.SeedSequence(seed, spawn_key=(index,))
         return settings, chunk_seed, chunk_size, exclude
 
-    indices = iter(range(first, first + chunks))
-    if workers == 1:
-        for index in indices:
-            if out_of_time():
-                break
-            results[index] = label_chunk(*job(index))
-            write_done()
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            running: dict[Future[Any], int] = {}
-            while True:
-                while len(running) < workers and not out_of_time():
-                    index = next(indices, None)
-                    if index is None:
-                        break
-                    running[pool.submit(label_chunk, *job(index))] = index
-                if not running:
-                    break
-                finished, _ = wait(running, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    results[running.pop(future)] = future.result()
-                write_done()
+    jobs = {index: job(index) for index in range(first, first + chunks)}
+    for index, result in run_chunks(jobs, workers, stop=out_of_time):
+        results[index] = result
+        write_done()
     if book is None:
         raise RuntimeError("no chunk was labelled (minutes too small?)")
     return book

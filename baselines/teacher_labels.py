@@ -23,8 +23,8 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,6 +47,7 @@ __all__ = [
     "label_chunk",
     "make_teacher_set",
     "merge_chunks",
+    "run_chunks",
 ]
 
 #: positions per chunk (one seed and one worker task each)
@@ -185,6 +186,33 @@ def label_chunk(
     return moves_out, values_out, games, skipped
 
 
+def run_chunks(
+    jobs: dict[int, tuple[Any, ...]], workers: int, stop: Callable[[], bool] = lambda: False
+) -> Iterator[tuple[int, Any]]:
+    """``(index, label_chunk(*job))`` for each of ``jobs``, as each is done: ``workers``
+    processes at a time (in this process when 1); no job is started once ``stop()`` is true."""
+    if workers <= 1 or len(jobs) <= 1:
+        for index, job in jobs.items():
+            if stop():
+                return
+            yield index, label_chunk(*job)
+        return
+    pending = iter(jobs.items())
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        running: dict[Future[Any], int] = {}
+        while True:
+            while len(running) < workers and not stop():
+                item = next(pending, None)
+                if item is None:
+                    break
+                running[pool.submit(label_chunk, *item[1])] = item[0]
+            if not running:
+                return
+            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in finished:
+                yield running.pop(future), future.result()
+
+
 def make_teacher_set(
     geometry: Geometry,
     count: int,
@@ -229,14 +257,8 @@ def make_teacher_set(
             _write_chunk(files[index], result)
         _progress(log, len(results), len(args))
 
-    if workers <= 1 or len(todo) <= 1:
-        for index in todo:
-            done(index, label_chunk(*args[index]))
-    else:
-        with ProcessPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(label_chunk, *args[index]): index for index in todo}
-            for future in as_completed(futures):  # cached as soon as each is labelled
-                done(futures[future], future.result())
+    for index, result in run_chunks({index: args[index] for index in todo}, workers):
+        done(index, result)  # cached as soon as each is labelled
     ordered = [results[index] for index in range(len(args))]
     meta = {
         "seed": seed,

@@ -69,6 +69,7 @@ def repeated_match(spec: str, opponent: str, seeds: list[int], smoke: bool) -> d
     )
     return {
         "score": points / games,
+        "seeds": seeds,
         "scores": scores,
         "games": games,
         "ci95": list(wilson_interval(points / games, games)),

@@ -8,6 +8,7 @@ are skipped by the scripts themselves when the peers are missing.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -56,3 +57,29 @@ def test_benchmark_runs_in_smoke_mode(script: str) -> None:
         f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     )
     assert result.stdout.strip(), f"{script} printed nothing"
+
+
+def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
+    out = tmp_path / "agent.json"
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [sys.executable, str(BENCHMARKS / "bench_agent.py"), "onestep", "--smoke"]
+    result = subprocess.run(
+        [*command, "--repeats", "3", "--seed", "5", "--json", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = json.loads(out.read_text())["onestep"]["minimax4"]
+    assert len(match["scores"]) == 3
+    assert match["seeds"] == [5, 6, 7]
+    assert match["scores"] == [m["score"] for m in match["matches"]]
+    assert match["games"] == sum(m["games"] for m in match["matches"]) == 6
+    assert match["score"] == pytest.approx(sum(match["scores"]) / 3)
+    refused = subprocess.run(
+        [*command, "--repeats", "0"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert "--repeats must be >= 1" in refused.stderr
+    assert "Traceback" not in refused.stderr

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import baselines.teacher_book as teacher_book
 from baselines.make_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import Solver
@@ -116,3 +117,19 @@ def test_a_time_limit_stops_before_the_first_chunk(tmp_path: Path) -> None:
     with pytest.raises(RuntimeError, match="no chunk was labelled"):
         extend_book(tmp_path / "book.npz", 2, settings=SMALL, chunk_size=3, minutes=1e-9)
     assert not (tmp_path / "book.npz").exists()
+
+
+def test_a_negative_time_limit_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="minutes must be >= 0"):
+        extend_book(tmp_path / "book.npz", 1, settings=SMALL, minutes=-1)
+
+
+def test_ctrl_c_keeps_the_written_chunks_and_says_how_to_go_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(teacher_book, "extend_book", interrupted)
+    assert main(["--chunks", "3", "--out", str(tmp_path / "b.npz")]) == 130
+    assert "the same command goes on" in capsys.readouterr().out
