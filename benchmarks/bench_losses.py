@@ -36,6 +36,7 @@ def measure(
     """``spec``'s matches against ``opponent`` (one per seed) and where its lost value went."""
     counts: dict[str, int] = {}
     plies: list[int] = []
+    unproven: list[int | None] = []  # where each unproven walk stopped
     games = not_won = 0
     started = time.perf_counter()
     for seed in seeds:
@@ -45,12 +46,19 @@ def measure(
         for name, count in review.counts.items():
             counts[name] = counts.get(name, 0) + count
         plies.extend(review.plies)
+        unproven.extend(r.ply for r in review.reviews if r.kind == "unproven")
         print(
             f"{spec} vs {opponent}, seed {seed}: {match.score:.3f}, {review.not_won} games not "
             f"won reviewed ({time.perf_counter() - started:.0f} s)",
             file=sys.stderr,
         )
-    return {"games": games, "not_won": not_won, "counts": counts, "plies": sorted(plies)}
+    return {
+        "games": games,
+        "not_won": not_won,
+        "counts": counts,
+        "plies": sorted(plies),
+        "unproven_at": unproven,
+    }
 
 
 def main() -> None:
@@ -63,7 +71,7 @@ def main() -> None:
         "--node-limit",
         type=int,
         default=50_000_000,
-        help="solver nodes per reviewed position (50M: about 10 s on one core)",
+        help="solver nodes per reviewed position (50M)",
     )
     parser.add_argument(
         "--smoke", action="store_true", help="4 games, 2M nodes per position: a crash test"
