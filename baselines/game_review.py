@@ -107,7 +107,8 @@ def phase_of(geometry: Geometry, ply: int) -> str:
 class MatchReview:
     """Player A's decisive moves in the games of a match it did not win.
 
-    ``counts`` maps each phase name (and ``"first moves"``, ``"none"``, ``"unproven"``) to a
+    ``not_won`` counts the games reviewed: those A drew or lost, less any ended by an illegal
+    answer. ``counts`` maps each phase name (and ``"first moves"``, ``"none"``, ``"unproven"``) to a
     number of games; ``plies`` lists the ply of each found mistake.
     """
 
