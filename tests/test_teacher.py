@@ -127,6 +127,8 @@ def test_presets_are_valid_configs() -> None:
     assert strong.channels > TrainConfig().channels
     # The book weighs more in the strong run's larger teacher set.
     assert strong.teacher_book > TrainConfig().teacher_book > 0
+    # Both use the part of the growing book that made the shipped results.
+    assert strong.teacher_book_positions == TrainConfig().teacher_book_positions == 1929
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 
@@ -139,6 +141,7 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_replay", -2, "teacher_replay must be >= 0"),
         ("teacher_workers", 0, "teacher_workers must be >= 1"),
         ("teacher_book", -1, "teacher_book must be >= 0"),
+        ("teacher_book_positions", -1, "teacher_book_positions must be >= 0"),
     ],
 )
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
@@ -196,6 +199,19 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     assert len(load_teacher(dataclasses.replace(config, teacher_book=0), tmp_path, print)) == len(
         own
     )
+    # Only the book's first positions, when asked for fewer than it holds.
+    logs.clear()
+    first = dataclasses.replace(config, teacher_book=2, teacher_book_positions=5)
+    data = load_teacher(first, tmp_path, logs.append)
+    assert len(data) == len(own) + 2 * 5
+    head = teacher_tensors(dataclasses.replace(book, moves=book.moves[:5], values=book.values[:5]))
+    for copy in range(2):
+        start = len(own) + copy * 5
+        torch.testing.assert_close(data.observations[start : start + 5], head.observations)
+        torch.testing.assert_close(data.good[start : start + 5], head.good)
+    assert any(f"opening book (5 of its {len(book)} positions" in line for line in logs)
+    whole = dataclasses.replace(config, teacher_book_positions=len(book) + 100)
+    assert len(load_teacher(whole, tmp_path, print)) == len(own) + 3 * len(book)
     logs.clear()
     other = dataclasses.replace(config, rows=5, out=str(tmp_path / "other"), teacher_positions=10)
     assert len(load_teacher(other, tmp_path / "other", logs.append)) == 10

@@ -21,9 +21,10 @@ Teacher
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
 policy to keep each position's game value (:mod:`train.teacher`), together with ``teacher_book``
 copies of the shipped opening book (:mod:`baselines.teacher_book`: positions of 5 to 11 stones,
-labelled once outside any run); ``teacher_replay`` supervised minibatches after each rollout keep
-that knowledge while PPO learns. This is the run's only use
-of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
+labelled once outside any run; its first ``teacher_book_positions``); ``teacher_replay``
+supervised minibatches after each rollout keep that knowledge while PPO learns. This is the
+run's only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is
+pure PPO.
 """
 
 from __future__ import annotations
@@ -159,6 +160,12 @@ class TrainConfig:
         "of 5 to 11 stones, which a run's own labelling mostly cannot afford) added to the "
         "teacher positions, on the board sizes it covers; 0: the run's own positions only",
     )
+    teacher_book_positions: int = _field(
+        1929,
+        "how many of the book's positions to add, oldest first (the book grows across "
+        "sessions; 1,929 is the part that made the shipped 'ppo' and the README's default run, "
+        "so both reproduce); 0: the whole book",
+    )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
         ("random", "onestep", "minimax:depth=2", "minimax:depth=3", "minimax:depth=4"),
@@ -203,6 +210,7 @@ class TrainConfig:
             "teacher_positions",
             "teacher_replay",
             "teacher_book",
+            "teacher_book_positions",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -352,7 +360,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "teacher_positions": 200_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
-            # 8 copies of the 1,929 book positions: about 7% of the set, where labels cost most
+            # 8 copies of the book's first 1,929 positions: about 7% of the set, where labels
+            # cost most (8 copies of all 4,835, 16%, did no better: docs/training/bench_agent.md)
             "teacher_book": 8,
             "curriculum": (
                 "onestep",

@@ -157,8 +157,9 @@ def concatenate(parts: list[TeacherTensors]) -> TeacherTensors:
 def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> TeacherTensors:
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there;
-    then ``config.teacher_book`` copies of the shipped opening book
-    (:mod:`baselines.teacher_book`), where it covers the board size."""
+    then ``config.teacher_book`` copies of the shipped opening book's first
+    ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer;
+    :mod:`baselines.teacher_book`), where it covers the board size."""
     path = out / TEACHER_FILE
     geometry = Geometry(config.rows, config.columns, config.inarow)
     if path.is_file():
@@ -182,8 +183,13 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
         else:
             settings = book.meta["settings"]
             stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
+            held = len(book)
+            wanted = config.teacher_book_positions
+            used = wanted if 0 < wanted < held else held
+            book = TeacherSet(book.geometry, book.moves[:used], book.values[:used], book.meta)
+            part = f"{used} of its {held}" if used < held else f"{held}"
             copies = config.teacher_book
-            log(f"adding the opening book ({len(book)} positions of {stones}) {copies} times")
+            log(f"adding the opening book ({part} positions of {stones}) {copies} times")
             data = concatenate([data] + [teacher_tensors(book)] * config.teacher_book)
     return data
 
