@@ -163,8 +163,8 @@ class TrainConfig:
     teacher_book_positions: int = _field(
         1929,
         "how many of the book's positions to add, oldest first (the book grows across "
-        "sessions; 1,929 is the part that made the shipped 'ppo' and the README's default run, "
-        "so both reproduce); 0: the whole book",
+        "sessions; 1,929 is the part that made the README's default run, so it reproduces); "
+        "0: the whole book",
     )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
@@ -360,9 +360,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "teacher_positions": 200_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
-            # 8 copies of the book's first 1,929 positions: about 7% of the set, where labels
-            # cost most (8 copies of all 4,835, 16%, did no better: docs/training/bench_agent.md)
-            "teacher_book": 8,
+            # 3 copies of the whole book (4,835 positions): about 7% of the set, where labels
+            # cost most (8 copies, 16%, did no better: docs/training/bench_agent.md)
+            "teacher_book": 3,
+            "teacher_book_positions": 0,
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",
