@@ -211,8 +211,11 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
         torch.testing.assert_close(data.observations[start : start + 5], head.observations)
         torch.testing.assert_close(data.good[start : start + 5], head.good)
     assert any(f"opening book (5 of its {len(book)} positions" in line for line in logs)
+    # Asked for more than it holds: the whole book, and the log says so.
+    logs.clear()
     whole = dataclasses.replace(config, teacher_book_positions=len(book) + 100)
-    assert len(load_teacher(whole, tmp_path, print)) == len(own) + 3 * len(book)
+    assert len(load_teacher(whole, tmp_path, logs.append)) == len(own) + 3 * len(book)
+    assert any(f"holds fewer than the {len(book) + 100} asked for" in line for line in logs)
     logs.clear()
     other = dataclasses.replace(config, rows=5, out=str(tmp_path / "other"), teacher_positions=10)
     assert len(load_teacher(other, tmp_path / "other", logs.append)) == 10

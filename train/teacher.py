@@ -183,13 +183,17 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
         else:
             settings = book.meta["settings"]
             stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
-            held = len(book)
-            wanted = config.teacher_book_positions
-            used = wanted if 0 < wanted < held else held
-            book = TeacherSet(book.geometry, book.moves[:used], book.values[:used], book.meta)
-            part = f"{used} of its {held}" if used < held else f"{held}"
+            held, wanted = len(book), config.teacher_book_positions
+            part, note = f"{held}", ""
+            if 0 < wanted < held:
+                book = dataclasses.replace(
+                    book, moves=book.moves[:wanted], values=book.values[:wanted]
+                )
+                part = f"{wanted} of its {held}"
+            elif wanted > held:
+                note = f" (it holds fewer than the {wanted} asked for)"
             copies = config.teacher_book
-            log(f"adding the opening book ({part} positions of {stones}) {copies} times")
+            log(f"adding the opening book ({part} positions of {stones}) {copies} times{note}")
             data = concatenate([data] + [teacher_tensors(book)] * config.teacher_book)
     return data
 
