@@ -22,7 +22,7 @@ PPO = SHIPPED_WEIGHTS["ppo"]
 
 def test_the_weights_are_package_data_without_pickled_objects() -> None:
     assert PPO.is_file()
-    assert PPO.stat().st_size < 2_000_000
+    assert PPO.stat().st_size < 5_000_000  # 96 channels, 3 blocks, float32: 4.1 MB
     with zipfile.ZipFile(PPO) as archive:
         for name in archive.namelist():
             header = archive.read(name)[:128]
