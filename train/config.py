@@ -355,8 +355,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "timesteps": 800_000,
             "max_minutes": 115.0,
             "torch_threads": 2,
-            # 96 channels and 3 blocks (was 64 and 2): better in every match at 0.66 ms per
-            # move (docs/training/bench_agent.md, 2026-11-24)
+            # 96 channels and 3 blocks (was 64 and 2): its final weights beat the smaller run's in
+            # every load-independent match, at 0.66 ms per move (docs/training/bench_agent.md)
             "channels": 96,
             "blocks": 3,
             "teacher_positions": 200_000,
