@@ -1,4 +1,4 @@
-"""The opening book: exact move values of opening positions, shipped for teaching networks.
+"""The teacher books: exact move values of hard positions, labelled once and shipped for teaching.
 
 A run's own teacher set (:mod:`baselines.teacher_labels`) leaves out positions of fewer than 8
 stones and skips most of those of 8 to 11, because proving them costs seconds each where later
@@ -14,11 +14,19 @@ start from a random two-ply opening; each position of 5 to 11 stones is kept wit
 if not proven). Positions of the evaluation set (:mod:`baselines.perfect_play`, both splits) are
 never included.
 
-The book grows across sessions: ``python -m baselines.teacher_book --chunks N`` labels the next
-``N`` chunks of :data:`BOOK_CHUNK` positions (chunk ``k`` is seeded by ``(BOOK_SEED, k)``) and
-rewrites the file after each one, so an interrupted command loses at most the chunks in
-progress. A new command leaves out positions already in the book, so the file's content
-depends on how its chunks were split between commands; ``meta["commands"]`` records that.
+The **early book** (:data:`EARLY_BOOK`, ``baselines/data/teacher_book_early.npz``, added by
+``--teacher-early-book``) does the same for positions of 12 to 20 stones, the phase where the
+shipped network lost most of its games against alphabeta (``benchmarks/bench_losses.py``). Its
+games are the network's own against search, in the manner of DAgger: :data:`EARLY_BOOK_PLAYERS`
+are ``ppo`` (as shipped when the chunk was labelled) and the strong players it lost to, so the
+book holds the positions a trained agent reaches, including the hard ones a run's own labelling
+skips at its node cap of a million.
+
+Each book grows across sessions: ``python -m baselines.teacher_book --chunks N [--book early]``
+labels the next ``N`` chunks of :data:`BOOK_CHUNK` positions (chunk ``k`` of a book is seeded by
+``(its seed, k)``) and rewrites the file after each one, so an interrupted command loses at most
+the chunks in progress. A new command leaves out positions already in the book, so the file's
+content depends on how its chunks were split between commands; ``meta["commands"]`` records it.
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ import argparse
 import dataclasses
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -44,10 +53,15 @@ from connectx_gym.bitboard import Geometry
 
 __all__ = [
     "BOOK",
+    "BOOKS",
     "BOOK_CHUNK",
     "BOOK_FILE",
     "BOOK_PLAYERS",
     "BOOK_SEED",
+    "EARLY_BOOK",
+    "EARLY_BOOK_FILE",
+    "EARLY_BOOK_PLAYERS",
+    "Book",
     "extend_book",
     "load_book",
 ]
@@ -80,9 +94,41 @@ BOOK_CHUNK = 20
 #: the root seed of the chunks
 BOOK_SEED = 2026
 
+#: the shipped early book
+EARLY_BOOK_FILE = Path(__file__).parent / "data" / "teacher_book_early.npz"
+#: the shipped network and the search players it lost to, with and without noise
+EARLY_BOOK_PLAYERS: tuple[str, ...] = (
+    "ppo",
+    "ppo~0.1",
+    "alphabeta:max_depth=8,time_budget=60",
+    "alphabeta:max_depth=8,time_budget=60~0.1",
+    "minimax:depth=4",
+    "minimax:depth=4~0.1",
+)
+#: how the early book's positions are chosen and labelled (6x7, four in a row)
+EARLY_BOOK = dataclasses.replace(BOOK, min_ply=12, max_ply=20, keep=0.3, players=EARLY_BOOK_PLAYERS)
+
+
+@dataclass(frozen=True)
+class Book:
+    """A shipped book: its file and how its chunks are made."""
+
+    file: Path
+    settings: ChunkSettings
+    seed: int
+    chunk_size: int = BOOK_CHUNK
+
+
+#: the books by name (``python -m baselines.teacher_book --book NAME``)
+BOOKS: dict[str, Book] = {
+    "opening": Book(BOOK_FILE, BOOK, BOOK_SEED),
+    "early": Book(EARLY_BOOK_FILE, EARLY_BOOK, BOOK_SEED + 1),
+}
+
 
 def load_book(geometry: Geometry, path: str | Path | None = None) -> TeacherSet | None:
-    """The book at ``path`` (default: the shipped one) if it is for ``geometry``, else None."""
+    """The book at ``path`` (default: the shipped opening book) if it is for ``geometry``, else
+    None (also when the file is absent)."""
     path = Path(path) if path is not None else BOOK_FILE
     if not path.is_file():
         return None
@@ -171,28 +217,38 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--chunks", type=int, required=True, help=f"chunks of {BOOK_CHUNK} positions to add"
     )
+    parser.add_argument(
+        "--book", choices=sorted(BOOKS), default="opening", help="which book to extend"
+    )
     parser.add_argument("--workers", type=int, default=1, help="processes labelling chunks")
     parser.add_argument(
         "--minutes", type=float, default=0.0, help="start no chunk after this (0: no limit)"
     )
-    parser.add_argument("--out", type=Path, default=BOOK_FILE, help="the book file to extend")
+    parser.add_argument(
+        "--out", type=Path, default=None, help="the book file to extend (default: the shipped one)"
+    )
     args = parser.parse_args(argv)
+    chosen = BOOKS[args.book]
+    out = args.out if args.out is not None else chosen.file
     try:
         book = extend_book(
-            args.out,
+            out,
             args.chunks,
             workers=args.workers,
             minutes=args.minutes,
+            settings=chosen.settings,
+            chunk_size=chosen.chunk_size,
+            seed=chosen.seed,
             log=lambda line: print(line, flush=True),
         )
     except ValueError as error:
         parser.error(str(error))
     except KeyboardInterrupt:
-        print(f"interrupted: {args.out} keeps every chunk written so far; the same command goes on")
+        print(f"interrupted: {out} keeps every chunk written so far; the same command goes on")
         return 130
     plies = (book.moves >= 0).sum(axis=1)
     counts = {int(p): int((plies == p).sum()) for p in np.unique(plies)}
-    print(f"{args.out}: {len(book)} positions; by stones: {counts}; skipped {book.meta['skipped']}")
+    print(f"{out}: {len(book)} positions; by stones: {counts}; skipped {book.meta['skipped']}")
     return 0
 
 

@@ -15,6 +15,7 @@ from sb3_contrib import MaskablePPO
 from test_train_resume import tiny
 
 import train.teacher as train_teacher
+from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE
 from baselines.teacher_labels import TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
@@ -130,6 +131,10 @@ def test_presets_are_valid_configs() -> None:
     # The default keeps the part of the growing book that made its README run; strong uses it all.
     assert TrainConfig().teacher_book_positions == 1929
     assert strong.teacher_book_positions == 0
+    # Likewise for the early book (its whole 27,278 positions made both runs).
+    assert TrainConfig().teacher_early_book == strong.teacher_early_book == 1
+    assert TrainConfig().teacher_early_book_positions == 27278
+    assert strong.teacher_early_book_positions == 0
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 
@@ -143,6 +148,8 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_workers", 0, "teacher_workers must be >= 1"),
         ("teacher_book", -1, "teacher_book must be >= 0"),
         ("teacher_book_positions", -1, "teacher_book_positions must be >= 0"),
+        ("teacher_early_book", -1, "teacher_early_book must be >= 0"),
+        ("teacher_early_book_positions", -1, "teacher_early_book_positions must be >= 0"),
     ],
 )
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
@@ -179,7 +186,8 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     book = dataclasses.replace(
         small_set, meta={**small_set.meta, "settings": {"min_ply": 1, "max_ply": 9}}
     )
-    monkeypatch.setattr(train_teacher, "load_book", lambda g: book if g == SMALL else None)
+    books = {(SMALL, BOOK_FILE): book}
+    monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books.get((g, path)))
     config = TrainConfig(
         rows=4, columns=5, inarow=3, teacher_positions=40, teacher_workers=1, teacher_book=3
     )
@@ -220,3 +228,55 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     other = dataclasses.replace(config, rows=5, out=str(tmp_path / "other"), teacher_positions=10)
     assert len(load_teacher(other, tmp_path / "other", logs.append)) == 10
     assert any("no opening book" in line for line in logs)
+
+
+def test_the_early_book_is_added_after_the_opening_book(
+    small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = {"min_ply": 1, "max_ply": 9}
+    opening = dataclasses.replace(small_set, meta={**small_set.meta, "settings": settings})
+    early = dataclasses.replace(opening, moves=small_set.moves[:7], values=small_set.values[:7])
+    books = {BOOK_FILE: opening, EARLY_BOOK_FILE: early}
+    monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
+    config = TrainConfig(
+        rows=4,
+        columns=5,
+        inarow=3,
+        teacher_positions=40,
+        teacher_workers=1,
+        teacher_book=1,
+        teacher_early_book=2,
+    )
+    logs: list[str] = []
+    data = load_teacher(config, tmp_path, logs.append)
+    own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
+    assert len(data) == own + len(opening) + 2 * 7
+    taught = teacher_tensors(early)
+    for copy in range(2):
+        start = own + len(opening) + copy * 7
+        torch.testing.assert_close(data.observations[start : start + 7], taught.observations)
+        torch.testing.assert_close(data.good[start : start + 7], taught.good)
+    assert any("early book (7 positions of 1-9 stones) 2 times" in line for line in logs)
+    # The early book alone, and its absence said in the log.
+    alone = dataclasses.replace(config, teacher_book=0)
+    assert len(load_teacher(alone, tmp_path, print)) == own + 2 * 7
+    # Its first positions only, as the default run pins them.
+    first = dataclasses.replace(alone, teacher_early_book_positions=3)
+    logs.clear()
+    data = load_teacher(first, tmp_path, logs.append)
+    assert len(data) == own + 2 * 3
+    torch.testing.assert_close(data.observations[own : own + 3], taught.observations[:3])
+    assert any("early book (3 of its 7 positions of 1-9 stones)" in line for line in logs)
+    books[EARLY_BOOK_FILE] = None
+    logs.clear()
+    assert len(load_teacher(alone, tmp_path, logs.append)) == own
+    assert any("no early book" in line for line in logs)
+
+
+def test_a_run_saved_before_the_early_book_resumes_without_it() -> None:
+    saved = TrainConfig().to_json()
+    assert TrainConfig.from_json(saved) == TrainConfig()
+    del saved["teacher_early_book"], saved["teacher_early_book_positions"]
+    older = TrainConfig.from_json(saved)
+    assert older.teacher_early_book == 0
+    assert dataclasses.replace(older, teacher_early_book=1) == TrainConfig()

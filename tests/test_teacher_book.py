@@ -14,7 +14,7 @@ import baselines.teacher_book as teacher_book
 from baselines.make_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import Solver
-from baselines.teacher_book import BOOK, BOOK_FILE, extend_book, load_book, main
+from baselines.teacher_book import BOOK_FILE, BOOKS, EARLY_BOOK, extend_book, load_book, main
 from baselines.teacher_labels import ILLEGAL, ChunkSettings
 from connectx_gym.bitboard import Geometry
 from connectx_gym.registry import make_policy
@@ -32,14 +32,17 @@ SMALL = ChunkSettings(
 )
 
 
-def test_the_shipped_book_agrees_with_the_solver_on_a_sample() -> None:
-    book = load_book(SIX_BY_SEVEN)
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_the_shipped_books_agree_with_the_solver_on_a_sample(name: str) -> None:
+    shipped = BOOKS[name]
+    book = load_book(SIX_BY_SEVEN, shipped.file)
     assert book is not None
     assert len(book) >= 500
+    assert book.meta["settings"]["players"] == list(shipped.settings.players)
     boards = book.boards()
     stones = np.array([board.moves for board in boards])
-    assert stones.min() >= BOOK.min_ply
-    assert stones.max() <= BOOK.max_ply
+    assert stones.min() >= shipped.settings.min_ply
+    assert stones.max() <= shipped.settings.max_ply
     # A sample of the cheaper positions (those of 5-8 stones cost seconds each to check).
     rng = np.random.default_rng(0)
     solver = Solver(SIX_BY_SEVEN)
@@ -51,8 +54,9 @@ def test_the_shipped_book_agrees_with_the_solver_on_a_sample() -> None:
         )
 
 
-def test_the_shipped_book_holds_no_evaluation_position_and_no_duplicate() -> None:
-    book = load_book(SIX_BY_SEVEN)
+@pytest.mark.parametrize("name", sorted(BOOKS))
+def test_the_shipped_books_hold_no_evaluation_position_and_no_duplicate(name: str) -> None:
+    book = load_book(SIX_BY_SEVEN, BOOKS[name].file)
     assert book is not None
     keys = [canonical_key(SIX_BY_SEVEN, row[row >= 0]) for row in book.moves]
     assert len(set(keys)) == len(keys)
@@ -133,3 +137,27 @@ def test_ctrl_c_keeps_the_written_chunks_and_says_how_to_go_on(
     monkeypatch.setattr(teacher_book, "extend_book", interrupted)
     assert main(["--chunks", "3", "--out", str(tmp_path / "b.npz")]) == 130
     assert "the same command goes on" in capsys.readouterr().out
+
+
+def test_the_command_line_extends_the_chosen_book(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    calls: list[tuple[Path, dict[str, object]]] = []
+
+    def record(path: Path, chunks: int, **kwargs: object) -> object:
+        calls.append((path, kwargs))
+        return load_book(SIX_BY_SEVEN, BOOKS["early"].file)
+
+    monkeypatch.setattr(teacher_book, "extend_book", record)
+    assert main(["--chunks", "2", "--book", "early"]) == 0
+    assert main(["--chunks", "2", "--out", str(tmp_path / "b.npz")]) == 0
+    (early_path, early), (opening_path, opening) = calls
+    assert early_path == BOOKS["early"].file
+    assert early["settings"] == EARLY_BOOK
+    assert early["seed"] == BOOKS["early"].seed
+    assert opening_path == tmp_path / "b.npz"
+    assert opening["settings"] == BOOKS["opening"].settings
+    assert BOOKS["early"].seed != BOOKS["opening"].seed
+    with pytest.raises(SystemExit):
+        main(["--chunks", "1", "--book", "middle"])
+    assert "invalid choice" in capsys.readouterr().err

@@ -21,10 +21,11 @@ Teacher
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
 policy to keep each position's game value (:mod:`train.teacher`), together with ``teacher_book``
 copies of the shipped opening book (:mod:`baselines.teacher_book`: positions of 5 to 11 stones,
-labelled once outside any run; its first ``teacher_book_positions``); ``teacher_replay``
-supervised minibatches after each rollout keep that knowledge while PPO learns. This is the
-run's only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is
-pure PPO.
+labelled once outside any run; its first ``teacher_book_positions``) and ``teacher_early_book``
+copies of the early book's first ``teacher_early_book_positions`` (12 to 20 stones, from the
+shipped network's games against search); ``teacher_replay`` supervised minibatches after each
+rollout keep that knowledge while PPO learns. This is the run's only use of exact scores (no
+reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
 """
 
 from __future__ import annotations
@@ -166,6 +167,18 @@ class TrainConfig:
         "sessions; 1,929 is the part that made the README's default run, so it reproduces); "
         "0: the whole book",
     )
+    teacher_early_book: int = _field(
+        1,
+        "copies of the shipped early book (baselines.teacher_book: exactly labelled positions "
+        "of 12 to 20 stones from the shipped network's games against search) added to the "
+        "teacher positions, on the board sizes it covers; 0: none",
+    )
+    teacher_early_book_positions: int = _field(
+        27278,
+        "how many of the early book's positions to add, oldest first (27,278, the whole book "
+        "when the README's default run was made, so it reproduces if the book grows); "
+        "0: the whole book",
+    )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
         ("random", "onestep", "minimax:depth=2", "minimax:depth=3", "minimax:depth=4"),
@@ -211,6 +224,8 @@ class TrainConfig:
             "teacher_replay",
             "teacher_book",
             "teacher_book_positions",
+            "teacher_early_book",
+            "teacher_early_book_positions",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -245,11 +260,14 @@ class TrainConfig:
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
-        """Settings from :meth:`to_json`'s dict (unknown keys are an error)."""
+        """Settings from :meth:`to_json`'s dict (unknown keys are an error). A setting added
+        after the dict was saved takes the value that keeps the older run as it was
+        (:data:`ADDED_LATER`), so ``--resume`` does not change what a run trains on."""
         names = {f.name: f for f in fields(cls)}
         unknown = set(data) - set(names)
         if unknown:
             raise ValueError(f"unknown settings {sorted(unknown)}")
+        data = {**ADDED_LATER, **data}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
         return cls(**values)
 
@@ -344,6 +362,10 @@ def preset_config(name: str) -> TrainConfig:
     return TrainConfig(**PRESETS[name][1])
 
 
+#: settings whose default changed what a run does when they were added, with the value that
+#: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
+ADDED_LATER: dict[str, Any] = {"teacher_early_book": 0}
+
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (the README's 30-minute run)", {}),
@@ -366,6 +388,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # cost most (8 copies, 16%, did no better: docs/training/bench_agent.md)
             "teacher_book": 3,
             "teacher_book_positions": 0,
+            # the whole early book (27,278 positions of 12-20 stones from ppo's games against
+            # search, once): fewer mistakes and better against minimax 4 and 5 and alphabeta
+            # depth 8 than without it (docs/training/bench_agent.md)
+            "teacher_early_book_positions": 0,
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",

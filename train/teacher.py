@@ -2,8 +2,9 @@
 
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
 :mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
-them again), adds ``--teacher-book`` copies of the shipped opening book
-(:mod:`baselines.teacher_book`) and trains the MaskablePPO policy on them by supervised learning:
+them again), adds ``--teacher-book`` copies of the shipped opening book and
+``--teacher-early-book`` copies of the early book (:mod:`baselines.teacher_book`) and trains the
+MaskablePPO policy on them by supervised learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
   (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
@@ -25,7 +26,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from baselines.teacher_book import load_book
+from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, load_book
 from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import TrainConfig
@@ -158,8 +159,10 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there;
     then ``config.teacher_book`` copies of the shipped opening book's first
-    ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer;
-    :mod:`baselines.teacher_book`), where it covers the board size."""
+    ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer) and
+    ``config.teacher_early_book`` copies of the early book's first
+    ``config.teacher_early_book_positions`` (:mod:`baselines.teacher_book`), where they cover the
+    board size."""
     path = out / TEACHER_FILE
     geometry = Geometry(config.rows, config.columns, config.inarow)
     if path.is_file():
@@ -175,27 +178,41 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
             log=log,
         )
         teacher.save(path)
-    data = teacher_tensors(teacher)
-    if config.teacher_book:
-        book = load_book(geometry)
-        if book is None:
-            log(f"no opening book for {geometry}: teaching from the run's own positions only")
-        else:
-            settings = book.meta["settings"]
-            stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
-            held, wanted = len(book), config.teacher_book_positions
-            part, note = f"{held}", ""
-            if 0 < wanted < held:
-                book = dataclasses.replace(
-                    book, moves=book.moves[:wanted], values=book.values[:wanted]
-                )
-                part = f"{wanted} of its {held}"
-            elif wanted > held:
-                note = f" (it holds fewer than the {wanted} asked for)"
-            copies = config.teacher_book
-            log(f"adding the opening book ({part} positions of {stones}) {copies} times{note}")
-            data = concatenate([data] + [teacher_tensors(book)] * config.teacher_book)
-    return data
+    parts = [teacher_tensors(teacher)]
+    books = (
+        ("opening", BOOK_FILE, config.teacher_book, config.teacher_book_positions),
+        ("early", EARLY_BOOK_FILE, config.teacher_early_book, config.teacher_early_book_positions),
+    )
+    for name, file, copies, wanted in books:
+        if copies:
+            book = _book_part(name, load_book(geometry, file), geometry, copies, wanted, log)
+            parts += [teacher_tensors(book)] * copies if book is not None else []
+    return concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def _book_part(
+    name: str,
+    book: TeacherSet | None,
+    geometry: Geometry,
+    copies: int,
+    wanted: int,
+    log: Callable[[str], None],
+) -> TeacherSet | None:
+    """The first ``wanted`` positions of ``book`` (all when 0), saying in the log what is added."""
+    if book is None:
+        log(f"no {name} book for {geometry}: teaching without it")
+        return None
+    settings = book.meta["settings"]
+    stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
+    held = len(book)
+    part, note = f"{held}", ""
+    if 0 < wanted < held:
+        book = dataclasses.replace(book, moves=book.moves[:wanted], values=book.values[:wanted])
+        part = f"{wanted} of its {held}"
+    elif wanted > held:
+        note = f" (it holds fewer than the {wanted} asked for)"
+    log(f"adding the {name} book ({part} positions of {stones}) {copies} times{note}")
+    return book
 
 
 class TeacherReplayCallback(BaseCallback):
