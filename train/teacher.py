@@ -26,7 +26,7 @@ import numpy as np
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, load_book
+from baselines.teacher_book import BOOKS, load_book
 from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import TrainConfig
@@ -180,12 +180,13 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
         teacher.save(path)
     parts = [teacher_tensors(teacher)]
     books = (
-        ("opening", BOOK_FILE, config.teacher_book, config.teacher_book_positions),
-        ("early", EARLY_BOOK_FILE, config.teacher_early_book, config.teacher_early_book_positions),
+        ("opening", config.teacher_book, config.teacher_book_positions),
+        ("early", config.teacher_early_book, config.teacher_early_book_positions),
     )
-    for name, file, copies, wanted in books:
+    for name, copies, wanted in books:
         if copies:
-            book = _book_part(name, load_book(geometry, file), geometry, copies, wanted, log)
+            shipped = load_book(geometry, BOOKS[name].file)
+            book = _book_part(name, shipped, geometry, copies, wanted, log)
             parts += [teacher_tensors(book)] * copies if book is not None else []
     return concatenate(parts) if len(parts) > 1 else parts[0]
 
