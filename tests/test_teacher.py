@@ -131,10 +131,10 @@ def test_presets_are_valid_configs() -> None:
     # The default keeps the part of the growing book that made its README run; strong uses it all.
     assert TrainConfig().teacher_book_positions == 1929
     assert strong.teacher_book_positions == 0
-    # Likewise for the early book (its whole 27,278 positions made both runs).
+    # Likewise for the early book, whose first 27,278 positions made both runs.
     assert TrainConfig().teacher_early_book == strong.teacher_early_book == 1
     assert TrainConfig().teacher_early_book_positions == 27278
-    assert strong.teacher_early_book_positions == 0
+    assert strong.teacher_early_book_positions == 27278
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 
