@@ -191,6 +191,9 @@ function readSize() {
 async function newGame() {
   game.generation++;  // answers for the previous game are dropped
   setStatus("Starting a new game…");
+  $("scores").innerHTML = "";  // nor is the previous game's analysis shown meanwhile
+  $("analysis-note").textContent = "—";
+  $("analysis-note").className = "";
   const size = readSize();
   if (![size.rows, size.columns, size.inarow].every(Number.isInteger)) {
     setStatus("rows, columns and in-a-row must be whole numbers", true);
