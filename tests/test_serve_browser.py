@@ -148,6 +148,21 @@ def test_analysis_notes_an_unproven_position(page) -> None:
     assert page.locator("#scores .score.estimate").count() == 7
 
 
+def test_a_new_game_clears_the_previous_analysis_at_once(page) -> None:
+    # The page's first game is analysed with the default 1 s budget (unproven on an empty 6x7).
+    page.wait_for_function(
+        "document.querySelector('#analysis-note').textContent.includes('not proven within 1 s')"
+    )
+    # newGame() runs up to its first await inside the click: read the note in the same task.
+    note = page.evaluate(
+        "() => { document.querySelector('#new-game').click();"
+        " const note = document.querySelector('#analysis-note');"
+        " return [note.textContent, note.className,"
+        " document.querySelectorAll('#scores .score').length]; }"
+    )
+    assert note == ["\u2014", "", 0]
+
+
 def test_undo_and_playing_second(page) -> None:
     new_game(page, 6, 7, 4, side=2)
     page.wait_for_function(
