@@ -22,7 +22,14 @@ are ``ppo`` (as shipped when the chunk was labelled) and the strong players it l
 book holds the positions a trained agent reaches, including the hard ones a run's own labelling
 skips at its node cap of a million.
 
-Each book grows across sessions: ``python -m baselines.teacher_book --chunks N [--book early]``
+The **middle book** (:data:`MIDDLE_BOOK`, ``baselines/data/teacher_book_middle.npz``, added by
+``--teacher-middle-book``) takes positions of 21 to 28 stones from the same games: the middle
+phase, where about a third of the shipped network's games against alphabeta that it does not win
+are decided (of those whose deciding move is proven, ``benchmarks/bench_losses.py``). Such
+positions cost the solver little and a run's own labelling holds many, but from games of minimax
+players only (:data:`baselines.teacher_labels.PLAYERS`), never a trained network's against search.
+
+Each book grows across sessions: ``python -m baselines.teacher_book --chunks N [--book NAME]``
 labels the next ``N`` chunks of :data:`BOOK_CHUNK` positions (chunk ``k`` of a book is seeded by
 ``(its seed, k)``) and rewrites the file after each one, so an interrupted command loses at most
 the chunks in progress. A new command leaves out positions already in the book, so the file's
@@ -61,6 +68,8 @@ __all__ = [
     "EARLY_BOOK",
     "EARLY_BOOK_FILE",
     "EARLY_BOOK_PLAYERS",
+    "MIDDLE_BOOK",
+    "MIDDLE_BOOK_FILE",
     "Book",
     "extend_book",
     "load_book",
@@ -108,6 +117,11 @@ EARLY_BOOK_PLAYERS: tuple[str, ...] = (
 #: how the early book's positions are chosen and labelled (6x7, four in a row)
 EARLY_BOOK = dataclasses.replace(BOOK, min_ply=12, max_ply=20, keep=0.3, players=EARLY_BOOK_PLAYERS)
 
+#: the shipped middle book
+MIDDLE_BOOK_FILE = Path(__file__).parent / "data" / "teacher_book_middle.npz"
+#: how the middle book's positions are chosen: the early book's games, later positions
+MIDDLE_BOOK = dataclasses.replace(EARLY_BOOK, min_ply=21, max_ply=28)
+
 
 @dataclass(frozen=True)
 class Book:
@@ -123,6 +137,7 @@ class Book:
 BOOKS: dict[str, Book] = {
     "opening": Book(BOOK_FILE, BOOK, BOOK_SEED),
     "early": Book(EARLY_BOOK_FILE, EARLY_BOOK, BOOK_SEED + 1),
+    "middle": Book(MIDDLE_BOOK_FILE, MIDDLE_BOOK, BOOK_SEED + 2),
 }
 
 

@@ -15,7 +15,7 @@ from sb3_contrib import MaskablePPO
 from test_train_resume import tiny
 
 import train.teacher as train_teacher
-from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE
+from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, MIDDLE_BOOK_FILE
 from baselines.teacher_labels import TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
@@ -135,6 +135,10 @@ def test_presets_are_valid_configs() -> None:
     assert TrainConfig().teacher_early_book == strong.teacher_early_book == 1
     assert TrainConfig().teacher_early_book_positions == 27278
     assert strong.teacher_early_book_positions == 27278
+    # The middle book once, its first 18,916 positions, in the default only.
+    assert TrainConfig().teacher_middle_book == 1
+    assert TrainConfig().teacher_middle_book_positions == 18916
+    assert strong.teacher_middle_book == 0
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 
@@ -150,6 +154,8 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_book_positions", -1, "teacher_book_positions must be >= 0"),
         ("teacher_early_book", -1, "teacher_early_book must be >= 0"),
         ("teacher_early_book_positions", -1, "teacher_early_book_positions must be >= 0"),
+        ("teacher_middle_book", -1, "teacher_middle_book must be >= 0"),
+        ("teacher_middle_book_positions", -1, "teacher_middle_book_positions must be >= 0"),
     ],
 )
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
@@ -246,6 +252,7 @@ def test_the_early_book_is_added_after_the_opening_book(
         teacher_workers=1,
         teacher_book=1,
         teacher_early_book=2,
+        teacher_middle_book=0,
     )
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
@@ -271,6 +278,49 @@ def test_the_early_book_is_added_after_the_opening_book(
     logs.clear()
     assert len(load_teacher(alone, tmp_path, logs.append)) == own
     assert any("no early book" in line for line in logs)
+
+
+def test_the_middle_book_is_added_after_the_early_book(
+    small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = {"min_ply": 5, "max_ply": 9}
+    early = dataclasses.replace(small_set, meta={**small_set.meta, "settings": settings})
+    middle = dataclasses.replace(early, moves=small_set.moves[2:7], values=small_set.values[2:7])
+    books = {BOOK_FILE: None, EARLY_BOOK_FILE: early, MIDDLE_BOOK_FILE: middle}
+    monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
+    config = TrainConfig(
+        rows=4,
+        columns=5,
+        inarow=3,
+        teacher_positions=40,
+        teacher_workers=1,
+        teacher_book=0,
+        teacher_early_book=1,
+        teacher_middle_book=3,
+        teacher_middle_book_positions=4,
+    )
+    logs: list[str] = []
+    data = load_teacher(config, tmp_path, logs.append)
+    own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
+    assert len(data) == own + len(early) + 3 * 4
+    taught = teacher_tensors(middle)
+    for copy in range(3):
+        start = own + len(early) + copy * 4
+        torch.testing.assert_close(data.observations[start : start + 4], taught.observations[:4])
+        torch.testing.assert_close(data.values[start : start + 4], taught.values[:4])
+    assert any("middle book (4 of its 5 positions of 5-9 stones) 3 times" in line for line in logs)
+    # None with 0 copies.
+    assert len(
+        load_teacher(dataclasses.replace(config, teacher_middle_book=0), tmp_path, print)
+    ) == (own + len(early))
+
+
+def test_a_run_saved_before_the_middle_book_resumes_without_it() -> None:
+    saved = TrainConfig().to_json()
+    del saved["teacher_middle_book"], saved["teacher_middle_book_positions"]
+    older = TrainConfig.from_json(saved)
+    assert older.teacher_middle_book == 0
+    assert dataclasses.replace(older, teacher_middle_book=1) == TrainConfig()
 
 
 def test_a_run_saved_before_the_early_book_resumes_without_it() -> None:

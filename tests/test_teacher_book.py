@@ -14,7 +14,15 @@ import baselines.teacher_book as teacher_book
 from baselines.make_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import Solver
-from baselines.teacher_book import BOOK_FILE, BOOKS, EARLY_BOOK, extend_book, load_book, main
+from baselines.teacher_book import (
+    BOOK_FILE,
+    BOOKS,
+    EARLY_BOOK,
+    MIDDLE_BOOK,
+    extend_book,
+    load_book,
+    main,
+)
 from baselines.teacher_labels import ILLEGAL, ChunkSettings
 from connectx_gym.bitboard import Geometry
 from connectx_gym.registry import make_policy
@@ -151,13 +159,20 @@ def test_the_command_line_extends_the_chosen_book(
     monkeypatch.setattr(teacher_book, "extend_book", record)
     assert main(["--chunks", "2", "--book", "early"]) == 0
     assert main(["--chunks", "2", "--out", str(tmp_path / "b.npz")]) == 0
-    (early_path, early), (opening_path, opening) = calls
+    assert main(["--chunks", "1", "--book", "middle", "--workers", "2"]) == 0
+    (early_path, early), (opening_path, opening), (middle_path, middle) = calls
     assert early_path == BOOKS["early"].file
     assert early["settings"] == EARLY_BOOK
     assert early["seed"] == BOOKS["early"].seed
     assert opening_path == tmp_path / "b.npz"
     assert opening["settings"] == BOOKS["opening"].settings
-    assert BOOKS["early"].seed != BOOKS["opening"].seed
+    assert middle_path == BOOKS["middle"].file
+    assert (middle["settings"], middle["seed"], middle["workers"]) == (
+        MIDDLE_BOOK,
+        BOOKS["middle"].seed,
+        2,
+    )
+    assert len({book.seed for book in BOOKS.values()}) == len(BOOKS)
     with pytest.raises(SystemExit):
-        main(["--chunks", "1", "--book", "middle"])
+        main(["--chunks", "1", "--book", "late"])
     assert "invalid choice" in capsys.readouterr().err

@@ -21,11 +21,12 @@ Teacher
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
 policy to keep each position's game value (:mod:`train.teacher`), together with ``teacher_book``
 copies of the shipped opening book (:mod:`baselines.teacher_book`: positions of 5 to 11 stones,
-labelled once outside any run; its first ``teacher_book_positions``) and ``teacher_early_book``
+labelled once outside any run; its first ``teacher_book_positions``), ``teacher_early_book``
 copies of the early book's first ``teacher_early_book_positions`` (12 to 20 stones, from the
-shipped network's games against search); ``teacher_replay`` supervised minibatches after each
-rollout keep that knowledge while PPO learns. This is the run's only use of exact scores (no
-reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
+shipped network's games against search) and ``teacher_middle_book`` copies of the middle book's
+first ``teacher_middle_book_positions`` (21 to 28 stones, the same games); ``teacher_replay``
+supervised minibatches after each rollout keep that knowledge while PPO learns. This is the run's
+only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
 """
 
 from __future__ import annotations
@@ -179,6 +180,18 @@ class TrainConfig:
         "when the README's default run was made, so it reproduces if the book grows); "
         "0: the whole book",
     )
+    teacher_middle_book: int = _field(
+        1,
+        "copies of the shipped middle book (baselines.teacher_book: exactly labelled positions "
+        "of 21 to 28 stones from the shipped network's games against search) added to the "
+        "teacher positions, on the board sizes it covers; 0: none",
+    )
+    teacher_middle_book_positions: int = _field(
+        18916,
+        "how many of the middle book's positions to add, oldest first (18,916, the whole book "
+        "when the README's default run was made, so it reproduces if the book grows); "
+        "0: the whole book",
+    )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
         ("random", "onestep", "minimax:depth=2", "minimax:depth=3", "minimax:depth=4"),
@@ -226,6 +239,8 @@ class TrainConfig:
             "teacher_book_positions",
             "teacher_early_book",
             "teacher_early_book_positions",
+            "teacher_middle_book",
+            "teacher_middle_book_positions",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -364,7 +379,7 @@ def preset_config(name: str) -> TrainConfig:
 
 #: settings whose default changed what a run does when they were added, with the value that
 #: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
-ADDED_LATER: dict[str, Any] = {"teacher_early_book": 0}
+ADDED_LATER: dict[str, Any] = {"teacher_early_book": 0, "teacher_middle_book": 0}
 
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
@@ -393,6 +408,9 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # depth 8 than without it; the book's second round (44,450 in all) did no better
             # (docs/training/bench_agent.md), so the preset keeps the part that made ppo
             "teacher_early_book_positions": 27_278,
+            # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
+            # better (docs/training/bench_agent.md)
+            "teacher_middle_book": 0,
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",

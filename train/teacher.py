@@ -2,9 +2,9 @@
 
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
 :mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
-them again), adds ``--teacher-book`` copies of the shipped opening book and
-``--teacher-early-book`` copies of the early book (:mod:`baselines.teacher_book`) and trains the
-MaskablePPO policy on them by supervised learning:
+them again), adds ``--teacher-book`` copies of the shipped opening book, ``--teacher-early-book``
+copies of the early book and ``--teacher-middle-book`` copies of the middle book
+(:mod:`baselines.teacher_book`) and trains the MaskablePPO policy on them by supervised learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
   (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
@@ -161,8 +161,9 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     then ``config.teacher_book`` copies of the shipped opening book's first
     ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer) and
     ``config.teacher_early_book`` copies of the early book's first
-    ``config.teacher_early_book_positions`` (:mod:`baselines.teacher_book`), where they cover the
-    board size."""
+    ``config.teacher_early_book_positions`` and ``config.teacher_middle_book`` copies of the
+    middle book's first ``config.teacher_middle_book_positions`` (:mod:`baselines.teacher_book`),
+    where they cover the board size."""
     path = out / TEACHER_FILE
     geometry = Geometry(config.rows, config.columns, config.inarow)
     if path.is_file():
@@ -182,6 +183,7 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     books = (
         ("opening", config.teacher_book, config.teacher_book_positions),
         ("early", config.teacher_early_book, config.teacher_early_book_positions),
+        ("middle", config.teacher_middle_book, config.teacher_middle_book_positions),
     )
     for name, copies, wanted in books:
         if copies:
