@@ -13,7 +13,9 @@ over the old code: ``train_speed_release.py`` measures that. ``--opponent snapsh
 frozen copy of the network (numpy forward passes, as self-play does). Usage::
 
     python benchmarks/train_speed.py [--quick | --smoke] [--repeat 3] [--settings 4]
-        [--opponent minimax:depth=3 | snapshot]
+        [--opponent minimax:depth=3 | snapshot] [--channels C] [--blocks B]
+
+``--channels`` and ``--blocks`` change the network of every row (default: ``TrainConfig``'s).
 """
 
 from __future__ import annotations
@@ -100,9 +102,11 @@ def main() -> None:
         "--settings", type=int, default=len(SETTINGS), help="only the first N settings"
     )
     parser.add_argument("--opponent", default="minimax:depth=3")
+    parser.add_argument("--channels", type=int, default=TrainConfig.channels, help="network")
+    parser.add_argument("--blocks", type=int, default=TrainConfig.blocks, help="network")
     args = parser.parse_args()
     rollouts = 1 if args.smoke else 2 if args.quick else 6
-    base = TrainConfig()
+    base = TrainConfig(channels=args.channels, blocks=args.blocks)
     settings = SETTINGS[: args.settings]
     if args.smoke:
         base = dataclasses.replace(
@@ -114,7 +118,8 @@ def main() -> None:
         for setting, runs in zip(settings, results, strict=True):
             runs.append(measure(setting, base, args.opponent, rollouts))
     print(
-        f"MaskablePPO, default network and PPO settings, against {args.opponent}; "
+        f"MaskablePPO, {base.channels} channels, {base.blocks} block(s), default PPO settings, "
+        f"against {args.opponent}; "
         f"median of {args.repeat} run(s) of {rollouts} rollout(s)\n"
     )
     print(

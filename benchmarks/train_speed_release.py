@@ -7,10 +7,12 @@ subprocesses (each importing one checkout), MaskablePPO with each checkout's def
 ``TrainConfig`` against one opponent: one warm-up rollout, then ``--rollouts`` timed ones, the
 thread settings each checkout's ``connectx train`` uses. It prints the median steps/s of each
 and their ratio. The default REV is the last commit before the batched-env work (one core: SB3's
-``DummyVecEnv``, one torch thread). Usage::
+``DummyVecEnv``, one torch thread). Both checkouts train the same network, ``--channels`` 32 and
+``--blocks`` 1 (REV's default; today's default network is bigger, and a bigger network is slower
+per step whatever the code), so the ratio is the code's. Usage::
 
     python benchmarks/train_speed_release.py [--revision REV] [--repeat 3] [--rollouts 6]
-        [--opponent minimax:depth=3 | snapshot] [--smoke]
+        [--opponent minimax:depth=3 | snapshot] [--channels 32] [--blocks 1] [--smoke]
 
 ``--smoke`` measures today's checkout only, with a tiny network, in a few seconds.
 """
@@ -39,7 +41,7 @@ from train.config import TrainConfig
 from train.model import model_weights, new_model
 from train.opponents import make_vec_env
 opponent, rollouts, smoke = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
-config = TrainConfig()
+config = dataclasses.replace(TrainConfig(), channels=int(sys.argv[4]), blocks=int(sys.argv[5]))
 if smoke:
     config = dataclasses.replace(
         config, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
@@ -72,11 +74,15 @@ print(json.dumps({"steps_per_second": batch * rollouts / wall, "vec_env": config
 """
 
 
-def measure(checkout: Path, opponent: str, rollouts: int, smoke: bool) -> dict:
-    """One measurement of ``checkout``'s default settings, in a fresh interpreter."""
+def measure(
+    checkout: Path, opponent: str, rollouts: int, smoke: bool, network: tuple[int, int]
+) -> dict:
+    """One measurement of ``checkout``'s default settings with ``network`` (channels, blocks),
+    in a fresh interpreter."""
     env = {**os.environ, "PYTHONPATH": str(checkout)}
+    flag = "1" if smoke else "0"
     done = subprocess.run(
-        [sys.executable, "-c", WORKER, opponent, str(rollouts), "1" if smoke else "0"],
+        [sys.executable, "-c", WORKER, opponent, str(rollouts), flag, *map(str, network)],
         cwd=checkout,
         env=env,
         capture_output=True,
@@ -95,10 +101,13 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=3, help="runs of each checkout (median)")
     parser.add_argument("--rollouts", type=int, default=6, help="timed rollouts per run")
     parser.add_argument("--opponent", default="minimax:depth=3")
+    parser.add_argument("--channels", type=int, default=32, help="the network of both checkouts")
+    parser.add_argument("--blocks", type=int, default=1, help="the network of both checkouts")
     parser.add_argument("--smoke", action="store_true", help="today's checkout only, tiny network")
     args = parser.parse_args()
+    network = (args.channels, args.blocks)
     if args.smoke:
-        result = measure(ROOT, args.opponent, 1, smoke=True)
+        result = measure(ROOT, args.opponent, 1, smoke=True, network=network)
         print(f"today: {result['steps_per_second']:.0f} steps/s (tiny network, smoke run)")
         return
     with tempfile.TemporaryDirectory() as directory:
@@ -111,15 +120,17 @@ def main() -> None:
         try:
             runs: dict[str, list[dict]] = {"old": [], "today": []}
             for _ in range(args.repeat):  # alternating, so machine load hits both alike
-                runs["old"].append(measure(old, args.opponent, args.rollouts, smoke=False))
-                runs["today"].append(measure(ROOT, args.opponent, args.rollouts, smoke=False))
+                for name, checkout in (("old", old), ("today", ROOT)):
+                    result = measure(checkout, args.opponent, args.rollouts, False, network)
+                    runs[name].append(result)
         finally:
             subprocess.run(
                 ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(old)], check=False
             )
     speed = {k: statistics.median(r["steps_per_second"] for r in v) for k, v in runs.items()}
     print(
-        f"Default settings of each checkout against {args.opponent}; median of {args.repeat} "
+        f"Default settings of each checkout, {args.channels} channels and {args.blocks} "
+        f"block(s), against {args.opponent}; median of {args.repeat} "
         f"run(s) of {args.rollouts} rollout(s)\n"
     )
     print("| checkout | vec env | torch threads | steps/s | ratio |")
