@@ -70,7 +70,8 @@ with tempfile.TemporaryDirectory() as directory, pools:
     wall = time.perf_counter() - started
 env.close()
 print(json.dumps({"steps_per_second": batch * rollouts / wall, "vec_env": config.vec_env,
-                  "torch_threads": config.torch_threads}))
+                  "torch_threads": config.torch_threads, "channels": config.channels,
+                  "blocks": config.blocks}))
 """
 
 
@@ -108,7 +109,10 @@ def main() -> None:
     network = (args.channels, args.blocks)
     if args.smoke:
         result = measure(ROOT, args.opponent, 1, smoke=True, network=network)
-        print(f"today: {result['steps_per_second']:.0f} steps/s (tiny network, smoke run)")
+        print(
+            f"today: {result['steps_per_second']:.0f} steps/s (tiny network: "
+            f"{result['channels']} channels, {result['blocks']} block(s); smoke run)"
+        )
         return
     with tempfile.TemporaryDirectory() as directory:
         old = Path(directory) / "old"

@@ -29,6 +29,14 @@ NEEDS = {
 }
 
 
+def script_env() -> dict[str, str]:
+    """The environment of a benchmark subprocess: this checkout first on ``PYTHONPATH``."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
 def test_every_script_is_covered() -> None:
     assert "bench_solver.py" in SCRIPTS
     assert len(SCRIPTS) >= 5
@@ -41,10 +49,7 @@ def test_benchmark_runs_in_smoke_mode(script: str) -> None:
             pytest.skip(f"{module} is not installed")
     if script == "bench_solver.py" and not PONS.is_dir():
         pytest.skip(f"no Pons benchmark files at {PONS}")
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = script_env()
     result = subprocess.run(
         [sys.executable, str(BENCHMARKS / script), "--smoke", *EXTRA.get(script, [])],
         cwd=ROOT,
@@ -59,12 +64,23 @@ def test_benchmark_runs_in_smoke_mode(script: str) -> None:
     assert result.stdout.strip(), f"{script} printed nothing"
 
 
+@pytest.mark.parametrize("script", ["train_speed.py", "train_speed_release.py"])
+def test_training_speed_is_measured_with_the_network_asked_for(script: str) -> None:
+    for module in NEEDS[script]:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    env = script_env()
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke", "--blocks", "2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "4 channels, 2 block(s)" in result.stdout  # the smoke run's channels, the blocks asked
+
+
 def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
     out = tmp_path / "agent.json"
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-    }
+    env = script_env()
     command = [sys.executable, str(BENCHMARKS / "bench_agent.py"), "onestep", "--smoke"]
     result = subprocess.run(
         [*command, "--repeats", "3", "--seed", "5", "--json", str(out)],

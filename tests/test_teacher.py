@@ -7,6 +7,7 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,6 +23,7 @@ from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, 
 from train.model import new_model
 from train.opponents import make_vec_env
 from train.teacher import (
+    TeacherTensors,
     batch_losses,
     load_teacher,
     policy_outputs,
@@ -36,6 +38,25 @@ SMALL = Geometry(4, 5, 3)
 @pytest.fixture(scope="module")
 def small_set() -> TeacherSet:
     return make_teacher_set(SMALL, 300, seed=1, min_ply=1, exclude=())
+
+
+def tiny_teacher_config(**settings: Any) -> TrainConfig:
+    """A run on the small board that labels 40 positions of its own in one process."""
+    return TrainConfig(
+        rows=4, columns=5, inarow=3, teacher_positions=40, teacher_workers=1, **settings
+    )
+
+
+def assert_copies(
+    data: TeacherTensors, first: int, taught: TeacherTensors, count: int, copies: int
+) -> None:
+    """``data`` holds ``copies`` copies of ``taught``'s first ``count`` positions from ``first``."""
+    for copy in range(copies):
+        start = first + copy * count
+        for name in ("observations", "masks", "good", "values"):
+            torch.testing.assert_close(
+                getattr(data, name)[start : start + count], getattr(taught, name)[:count]
+            )
 
 
 def small_model(tmp_path: Path) -> MaskablePPO:
@@ -139,6 +160,10 @@ def test_presets_are_valid_configs() -> None:
     assert TrainConfig().teacher_middle_book == 1
     assert TrainConfig().teacher_middle_book_positions == 18916
     assert strong.teacher_middle_book == 0
+    # The network and length of the README's default run (docs/training/default_report.md).
+    default = TrainConfig()
+    assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
+    assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 
@@ -194,20 +219,12 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     )
     books = {(SMALL, BOOK_FILE): book}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books.get((g, path)))
-    config = TrainConfig(
-        rows=4, columns=5, inarow=3, teacher_positions=40, teacher_workers=1, teacher_book=3
-    )
+    config = tiny_teacher_config(teacher_book=3)
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz"))
     assert len(data) == len(own) + 3 * len(book)
-    taught = teacher_tensors(book)
-    for copy in range(3):
-        start = len(own) + copy * len(book)
-        for name in ("observations", "masks", "good", "values"):
-            torch.testing.assert_close(
-                getattr(data, name)[start : start + len(book)], getattr(taught, name)
-            )
+    assert_copies(data, len(own), teacher_tensors(book), len(book), copies=3)
     added = f"opening book ({len(book)} positions of 1-9 stones) 3 times"
     assert any(added in line for line in logs)
     # Without copies, or on a board the book does not cover: the run's own positions only.
@@ -244,25 +261,13 @@ def test_the_early_book_is_added_after_the_opening_book(
     early = dataclasses.replace(opening, moves=small_set.moves[:7], values=small_set.values[:7])
     books = {BOOK_FILE: opening, EARLY_BOOK_FILE: early}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
-    config = TrainConfig(
-        rows=4,
-        columns=5,
-        inarow=3,
-        teacher_positions=40,
-        teacher_workers=1,
-        teacher_book=1,
-        teacher_early_book=2,
-        teacher_middle_book=0,
-    )
+    config = tiny_teacher_config(teacher_book=1, teacher_early_book=2, teacher_middle_book=0)
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
     assert len(data) == own + len(opening) + 2 * 7
     taught = teacher_tensors(early)
-    for copy in range(2):
-        start = own + len(opening) + copy * 7
-        torch.testing.assert_close(data.observations[start : start + 7], taught.observations)
-        torch.testing.assert_close(data.good[start : start + 7], taught.good)
+    assert_copies(data, own + len(opening), taught, 7, copies=2)
     assert any("early book (7 positions of 1-9 stones) 2 times" in line for line in logs)
     # The early book alone, and its absence said in the log.
     alone = dataclasses.replace(config, teacher_book=0)
@@ -288,31 +293,26 @@ def test_the_middle_book_is_added_after_the_early_book(
     middle = dataclasses.replace(early, moves=small_set.moves[2:7], values=small_set.values[2:7])
     books = {BOOK_FILE: None, EARLY_BOOK_FILE: early, MIDDLE_BOOK_FILE: middle}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
-    config = TrainConfig(
-        rows=4,
-        columns=5,
-        inarow=3,
-        teacher_positions=40,
-        teacher_workers=1,
-        teacher_book=0,
-        teacher_early_book=1,
-        teacher_middle_book=3,
-        teacher_middle_book_positions=4,
+    config = tiny_teacher_config(
+        teacher_book=0, teacher_early_book=1, teacher_middle_book=3, teacher_middle_book_positions=4
     )
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
     assert len(data) == own + len(early) + 3 * 4
-    taught = teacher_tensors(middle)
-    for copy in range(3):
-        start = own + len(early) + copy * 4
-        torch.testing.assert_close(data.observations[start : start + 4], taught.observations[:4])
-        torch.testing.assert_close(data.values[start : start + 4], taught.values[:4])
+    assert_copies(data, own + len(early), teacher_tensors(middle), 4, copies=3)
     assert any("middle book (4 of its 5 positions of 5-9 stones) 3 times" in line for line in logs)
     # None with 0 copies.
     assert len(
         load_teacher(dataclasses.replace(config, teacher_middle_book=0), tmp_path, print)
     ) == (own + len(early))
+
+
+def test_a_run_saved_with_the_old_default_network_resumes_with_it() -> None:
+    saved = TrainConfig().to_json()
+    saved.update(channels=32, blocks=1, timesteps=2_000_000)
+    older = TrainConfig.from_json(saved)
+    assert (older.channels, older.blocks, older.timesteps) == (32, 1, 2_000_000)
 
 
 def test_a_run_saved_before_the_middle_book_resumes_without_it() -> None:
