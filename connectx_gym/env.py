@@ -44,6 +44,22 @@ def check_env_options(
         raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
 
 
+def check_opening_plies(plies: Any, geometry: Geometry) -> int:
+    """``plies`` as an int, or ``ValueError`` unless neither a random opening that long nor the
+    opponent's reply after it can end a game (shared by ``ConnectX-v0`` and the batched env): at
+    most ``2 * inarow - 3`` stones (with the reply, nobody has ``inarow``) and ``cells - 2``."""
+    most = max(0, min(2 * geometry.inarow - 3, geometry.cells - 2))
+    if isinstance(plies, bool) or not isinstance(plies, (int, np.integer)) or plies < 0:
+        raise ValueError(f"opening_plies must be a whole number >= 0, got {plies!r}")
+    if plies > most:
+        raise ValueError(
+            f"opening_plies must be at most {most} on a {geometry.rows}x{geometry.columns} board "
+            f"with inarow={geometry.inarow} (more random stones could end the game before the "
+            f"agent moves), got {plies}"
+        )
+    return int(plies)
+
+
 class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     """ConnectX (Connect Four on any board) for one agent, against an opponent inside ``step()``.
 
@@ -68,8 +84,9 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     same state is ``env.unwrapped.kaggle_observation()``.
 
     ## Starting State
-    An empty board. If the opponent moves first (``agent_mark=2``), its first move is already on
-    the board in the observation ``reset`` returns.
+    An empty board (with ``opening_plies=K``: 0 to ``K`` random stones, see Arguments). If the
+    opponent is to move first (``agent_mark=2`` on an empty board), its move is already on the
+    board in the observation ``reset`` returns.
 
     ## Rewards
     +1 when the agent wins, -1 when it loses (or plays an illegal move with
@@ -103,6 +120,12 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     - ``illegal_action="lose"``: ``"lose"`` ends the episode with reward -1 and
       ``info["illegal_action"] = True``; ``"raise"`` raises ``ValueError`` naming the column and the
       legal ones.
+    - ``opening_plies=0``: each game starts after ``k`` stones in uniformly random open columns,
+      ``k`` drawn uniformly from 0 to ``opening_plies`` at each reset, played alternately from
+      mark 1 (whichever mark the agent has); then the opponent moves if it is its turn. Training
+      against deterministic opponents from the empty board replays a few lines; this varies them.
+      At most ``2 * inarow - 3`` and ``cells - 2`` (5 on 6x7), so neither the opening nor the
+      opponent's reply after it ends a game.
 
     All randomness (the opponent's, the agent's mark) comes from the env's generator, seeded by
     ``reset(seed=...)``: the same seed and actions give the same episodes.
@@ -130,8 +153,10 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         agent_mark: int | None = None,
         render_mode: str | None = None,
         illegal_action: Literal["lose", "raise"] = "lose",
+        opening_plies: int = 0,
     ) -> None:
         self.geometry = Geometry(rows, columns, inarow)
+        self.opening_plies = check_opening_plies(opening_plies, self.geometry)
         if agent_mark not in (None, 1, 2):
             raise ValueError(f"agent_mark must be 1, 2 or None, got {agent_mark!r}")
         check_env_options(render_mode, illegal_action, self.metadata["render_modes"])
@@ -214,13 +239,22 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self.agent_mark = int(self.np_random.integers(1, 3)) if mark is None else mark
         self._done = False
         self.opponent.reset()
+        if self.opening_plies:
+            self._random_opening()
         opponent_action = None
-        if self.agent_mark == 2:
+        if 1 + self._moves % 2 != self.agent_mark:  # mark 1 moves after an even number of stones
             opponent_action = self._opponent_move()
             self._ended_by_opening = self._done
         if self.render_mode == "human":
             self.render()
         return self._planes.copy(), self._info(opponent_action)
+
+    def _random_opening(self) -> None:
+        """``0..opening_plies`` stones (uniformly) in uniformly random open columns, from mark 1."""
+        for ply in range(int(self.np_random.integers(0, self.opening_plies + 1))):
+            open_columns = np.flatnonzero(self._legal)
+            column = int(open_columns[int(self.np_random.random() * len(open_columns))])
+            self._play(column, 0 if 1 + ply % 2 == self.agent_mark else 1)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the agent's column, then the opponent's reply unless the game is over."""

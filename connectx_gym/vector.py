@@ -13,7 +13,7 @@ from gymnasium.vector.utils import batch_space
 from connectx_gym import _vector_kernels
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.env import check_env_options, check_reset_options
+from connectx_gym.env import check_env_options, check_opening_plies, check_reset_options
 from connectx_gym.policy import Policy, RandomPolicy
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
@@ -46,7 +46,8 @@ class ConnectXVectorEnv(VectorEnv):
     ``_final_info``. This is the convention of SB3's ``VecEnv`` (``terminal_observation``), so every
     step's action is a move of a live game and no learner step is wasted on a reset.
 
-    Arguments are those of ``ConnectX-v0`` plus ``num_envs`` and ``copy``; ``opponent`` and
+    Arguments are those of ``ConnectX-v0`` (``opening_plies`` included) plus ``num_envs`` and
+    ``copy``; ``opponent`` and
     ``agent_mark`` also take a sequence of ``num_envs`` values, one per board (a curriculum's
     mixture). Change opponents with :meth:`set_opponent` (all boards or some, from each board's
     next game) or ``reset(options={"opponent": ..., "agent_mark": ...})``. Opponents that offer a
@@ -79,6 +80,7 @@ class ConnectXVectorEnv(VectorEnv):
         render_mode: str | None = None,
         illegal_action: Literal["lose", "raise"] = "lose",
         copy: bool = True,
+        opening_plies: int = 0,
     ) -> None:
         if (
             isinstance(num_envs, bool)
@@ -90,6 +92,7 @@ class ConnectXVectorEnv(VectorEnv):
         self.num_envs = n = int(num_envs)
         self.geometry = g = Geometry(rows, columns, inarow)
         self.render_mode, self.illegal_action, self.copy = render_mode, illegal_action, copy
+        self.opening_plies = check_opening_plies(opening_plies, g)
         self.single_action_space = spaces.Discrete(g.columns)
         self.single_observation_space = spaces.Box(0, 1, (2, g.rows, g.columns), np.int8)
         self.action_space = batch_space(self.single_action_space, n)
@@ -235,11 +238,32 @@ class ConnectXVectorEnv(VectorEnv):
         else:
             for p in np.unique(self._policy_of[boards]):
                 self._policies[p].reset()
-        second = boards[self._marks[boards] == 2]
+        if self.opening_plies:
+            self._random_openings(boards)
+        # the opponent moves first where the mark to move (1 after an even number of stones) is
+        # not the agent's
+        second = boards[1 + self._moves[boards] % 2 != self._marks[boards]]
         self._opponent_moves(second, opponent_action, np.zeros(self.num_envs))
         if self.geometry.inarow == 1 or self.geometry.cells == 1:  # openings that end games
             self._ended_by_opening[boards] = False
             self._ended_by_opening[second] = self._winner[second] >= 0
+
+    def _random_openings(self, boards: np.ndarray) -> None:
+        """``0..opening_plies`` stones (drawn per board) in uniformly random open columns on the
+        new ``boards``, played alternately from mark 1, ply by ply over all boards at once."""
+        g = self.geometry
+        plies = self.np_random.integers(0, self.opening_plies + 1, size=len(boards))
+        no_rewards = np.zeros(self.num_envs)  # no opening ends a game (check_opening_plies)
+        for ply in range(int(plies.max(initial=0))):
+            active = boards[plies > ply]
+            columns = np.empty(len(active), dtype=np.int64)
+            self._kernels.random_columns(
+                self._mask, active, self.np_random.random(len(active)), g.rows, g.height,
+                g.columns, columns,
+            )  # fmt: skip
+            by_agent = self._marks[active] == 1 + ply % 2
+            self._play(active[by_agent], columns[by_agent], True, no_rewards)
+            self._play(active[~by_agent], columns[~by_agent], False, no_rewards)
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

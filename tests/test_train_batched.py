@@ -61,6 +61,18 @@ def test_make_vec_env_batched_is_a_monitored_batch() -> None:
     env.close()
 
 
+@pytest.mark.parametrize("vec_env", ["batched", "dummy"])
+def test_opening_plies_reach_every_training_board(vec_env: str) -> None:
+    env = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=4, seed=3))
+    observations = env.reset()
+    stones = observations.reshape(64, -1).sum(axis=1)
+    assert stones.max() >= 4  # games start after up to 4 random stones (and a reply)
+    assert (stones == 0).any() or (stones == 1).any()
+    plain = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, seed=3)).reset()
+    assert plain.reshape(64, -1).sum(axis=1).max() <= 1  # the default: the empty board
+    env.close()
+
+
 def test_bad_vec_env_is_refused() -> None:
     with pytest.raises(ValueError, match="batched"):
         TrainConfig(vec_env="threads").validate()

@@ -39,6 +39,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from connectx_gym.bitboard import Geometry
+from connectx_gym.env import check_opening_plies
+
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
 
@@ -82,6 +85,12 @@ class TrainConfig:
         "(subproc, falling back to dummy when processes cannot start) or 'batched' "
         "(every board in one numba-batched env, opponents answering all their boards at once)",
         choices=VEC_ENVS,
+    )
+    opening_plies: int = _field(
+        0,
+        "each training game starts after 0 to this many random stones (drawn per game: the env's "
+        "opening_plies), so that games against deterministic opponents do not replay a few lines "
+        "from the empty board; 0: every game from the empty board",
     )
     torch_threads: int = _field(
         2,
@@ -263,6 +272,7 @@ class TrainConfig:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        check_opening_plies(self.opening_plies, Geometry(self.rows, self.columns, self.inarow))
         if not self.opponent and not self.curriculum:
             raise ValueError("give at least one --opponent or curriculum stage")
         if not self.panel:
@@ -382,7 +392,11 @@ def preset_config(name: str) -> TrainConfig:
 
 #: settings whose default changed what a run does when they were added, with the value that
 #: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
-ADDED_LATER: dict[str, Any] = {"teacher_early_book": 0, "teacher_middle_book": 0}
+ADDED_LATER: dict[str, Any] = {
+    "teacher_early_book": 0,
+    "teacher_middle_book": 0,
+    "opening_plies": 0,
+}
 
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {

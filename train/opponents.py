@@ -107,7 +107,13 @@ class OpponentSlot(gym.Wrapper):
 
 def _env_factory(config: TrainConfig, index: int) -> Callable[[], gym.Env]:
     def make() -> gym.Env:
-        env = ConnectXEnv(config.rows, config.columns, config.inarow, opponent="random")
+        env = ConnectXEnv(
+            config.rows,
+            config.columns,
+            config.inarow,
+            opponent="random",
+            opening_plies=config.opening_plies,
+        )
         env.reset(seed=config.seed * 1000 + index)
         return Monitor(OpponentSlot(env))
 
