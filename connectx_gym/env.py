@@ -127,8 +127,8 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
       At most ``2 * inarow - 3`` and ``cells - 2`` (5 on 6x7), so neither the opening nor the
       opponent's reply after it ends a game.
 
-    All randomness (the opponent's, the agent's mark) comes from the env's generator, seeded by
-    ``reset(seed=...)``: the same seed and actions give the same episodes.
+    All randomness (the opponent's, the agent's mark, the random openings) comes from the env's
+    generator, seeded by ``reset(seed=...)``: the same seed and actions give the same episodes.
 
     ## Copies
     ``copy.deepcopy(env)`` and ``pickle`` give a faithful, independent env mid-game: same position,

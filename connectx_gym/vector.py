@@ -47,14 +47,15 @@ class ConnectXVectorEnv(VectorEnv):
     step's action is a move of a live game and no learner step is wasted on a reset.
 
     Arguments are those of ``ConnectX-v0`` (``opening_plies`` included) plus ``num_envs`` and
-    ``copy``; ``opponent`` and
-    ``agent_mark`` also take a sequence of ``num_envs`` values, one per board (a curriculum's
-    mixture). Change opponents with :meth:`set_opponent` (all boards or some, from each board's
-    next game) or ``reset(options={"opponent": ..., "agent_mark": ...})``. Opponents that offer a
-    batch method (:mod:`connectx_gym.batch`: random, ``~epsilon`` noise, onestep, minimax, negamax,
-    numpy networks) answer all their boards in one call per step; others board by board.
+    ``copy``; ``opponent`` and ``agent_mark`` also take a sequence of ``num_envs`` values, one per
+    board (a curriculum's mixture). Change opponents with :meth:`set_opponent` (all boards or some,
+    from each board's next game) or ``reset(options={"opponent": ..., "agent_mark": ...})``.
+    Opponents that offer a batch method (:mod:`connectx_gym.batch`: random, ``~epsilon`` noise,
+    onestep, minimax, negamax, numpy networks) answer all their boards in one call per step; others
+    board by board.
 
-    Seeding: every random draw (the marks, the opponents' moves) comes from ``self.np_random``,
+    Seeding: every random draw (the marks, the openings, the opponents' moves) comes from
+    ``self.np_random``,
     seeded by ``reset(seed=...)``; the same seed and actions give the same batch of episodes.
 
     Actions: an ``(N,)`` integer array (a list of ints is accepted). A wrong shape or a non-integer
