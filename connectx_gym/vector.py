@@ -55,8 +55,8 @@ class ConnectXVectorEnv(VectorEnv):
     board by board.
 
     Seeding: every random draw (the marks, the openings, the opponents' moves) comes from
-    ``self.np_random``,
-    seeded by ``reset(seed=...)``; the same seed and actions give the same batch of episodes.
+    ``self.np_random``, seeded by ``reset(seed=...)``; the same seed and actions give the same batch
+    of episodes.
 
     Actions: an ``(N,)`` integer array (a list of ints is accepted). A wrong shape or a non-integer
     dtype raises ``TypeError``/``ValueError`` before any board moves. A column off the board or
