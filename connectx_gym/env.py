@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from connectx_gym._jit import jit
 from connectx_gym.bitboard import Board, Geometry, has_line
-from connectx_gym.policy import Policy, Struct, validate_answer
+from connectx_gym.policy import Policy, RandomPolicy, Struct, validate_answer
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
@@ -251,10 +251,11 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
     def _random_opening(self) -> None:
         """``0..opening_plies`` stones (uniformly) in uniformly random open columns, from mark 1."""
+        random = RandomPolicy()
         for ply in range(int(self.np_random.integers(0, self.opening_plies + 1))):
-            open_columns = np.flatnonzero(self._legal)
-            column = int(open_columns[int(self.np_random.random() * len(open_columns))])
-            self._play(column, 0 if 1 + ply % 2 == self.agent_mark else 1)
+            player = 0 if 1 + ply % 2 == self.agent_mark else 1  # 0: the agent's stone
+            board = Board(self.geometry, self._stones[player], self._mask, self._moves)
+            self._play(random.act(board, self.np_random), player)
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the agent's column, then the opponent's reply unless the game is over."""
