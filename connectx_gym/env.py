@@ -44,11 +44,16 @@ def check_env_options(
         raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
 
 
+def most_opening_plies(geometry: Geometry) -> int:
+    """The longest random opening that neither ends a game nor lets the opponent's reply end it:
+    ``2 * inarow - 3`` stones (with the reply, nobody has ``inarow``), at most ``cells - 2``."""
+    return max(0, min(2 * geometry.inarow - 3, geometry.cells - 2))
+
+
 def check_opening_plies(plies: Any, geometry: Geometry) -> int:
-    """``plies`` as an int, or ``ValueError`` unless neither a random opening that long nor the
-    opponent's reply after it can end a game (shared by ``ConnectX-v0`` and the batched env): at
-    most ``2 * inarow - 3`` stones (with the reply, nobody has ``inarow``) and ``cells - 2``."""
-    most = max(0, min(2 * geometry.inarow - 3, geometry.cells - 2))
+    """``plies`` as an int, or ``ValueError`` unless it is a whole number from 0 to
+    :func:`most_opening_plies` (shared by ``ConnectX-v0``, the batched env and training)."""
+    most = most_opening_plies(geometry)
     if isinstance(plies, bool) or not isinstance(plies, (int, np.integer)) or plies < 0:
         raise ValueError(f"opening_plies must be a whole number >= 0, got {plies!r}")
     if plies > most:

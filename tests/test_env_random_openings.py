@@ -7,6 +7,8 @@ distribution; the seed fixes it; bad values are refused with the bound in the me
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -157,8 +159,23 @@ def test_bad_opening_plies_are_refused_with_the_bound(size, plies, message):
         TrainConfig(rows=size[0], columns=size[1], inarow=size[2], opening_plies=plies).validate()
 
 
-def test_training_config_default_and_older_runs():
-    assert TrainConfig().opening_plies == 0
+@pytest.mark.parametrize(
+    ("size", "unset"),
+    [((6, 7, 4), 4), ((6, 7, 5), 4), ((4, 5, 3), 3), ((4, 5, 2), 1), ((1, 1, 4), 0)],
+)
+def test_training_default_is_four_stones_or_the_most_the_board_allows(size, unset):
+    config = TrainConfig(rows=size[0], columns=size[1], inarow=size[2])
+    config.validate()  # unset never fails on a board that allows fewer than 4
+    assert config.opening_plies is None
+    assert config.training_opening_plies() == unset
+    assert check_opening_plies(unset, Geometry(*size)) == unset
+    explicit = dataclasses.replace(config, opening_plies=0)
+    assert explicit.training_opening_plies() == 0
+
+
+def test_training_config_saved_runs_keep_their_openings():
     saved = TrainConfig().to_json()
+    assert saved["opening_plies"] is None  # unset: resumes unset, the same 4 stones
+    assert TrainConfig.from_json(saved).training_opening_plies() == 4
     del saved["opening_plies"]  # a run saved before the setting existed
-    assert TrainConfig.from_json(saved).opening_plies == 0
+    assert TrainConfig.from_json(saved).training_opening_plies() == 0

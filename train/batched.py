@@ -58,7 +58,7 @@ class BatchedOpponentSlots(ConnectXVecEnv):
             columns=config.columns,
             inarow=config.inarow,
             opponent="random",
-            opening_plies=config.opening_plies,
+            opening_plies=config.training_opening_plies(),
         )
         self.labels = ["random"] * self.num_envs  # the label of each board's current opponent
         self._next_labels: list[str | None] = [None] * self.num_envs

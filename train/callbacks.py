@@ -239,7 +239,7 @@ def run_callbacks(
     announce: Callable[[str], None] | None,
 ) -> CallbackList:
     """The callbacks of a run, in order, sharing ``state``."""
-    geometry = Geometry(config.rows, config.columns, config.inarow)
+    geometry = config.geometry
     return CallbackList(
         [
             CurriculumCallback(curriculum, state, announce),

@@ -14,7 +14,6 @@ from typing import Any
 
 from sb3_contrib import MaskablePPO
 
-from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
 from train.config import TrainConfig
 from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
@@ -35,7 +34,7 @@ def finish(
 ) -> dict[str, Any]:
     """Save ``final.zip`` and ``final.npz``, play the final panel (or reuse the one saved in
     ``state``), write the report and the plot; returns the report."""
-    geometry = Geometry(config.rows, config.columns, config.inarow)
+    geometry = config.geometry
     save_model(model, out / "final.zip")
     weights = model_weights(model, geometry)
     save_weights(weights, out / "final.npz")

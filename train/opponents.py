@@ -112,7 +112,7 @@ def _env_factory(config: TrainConfig, index: int) -> Callable[[], gym.Env]:
             config.columns,
             config.inarow,
             opponent="random",
-            opening_plies=config.opening_plies,
+            opening_plies=config.training_opening_plies(),
         )
         env.reset(seed=config.seed * 1000 + index)
         return Monitor(OpponentSlot(env))

@@ -165,7 +165,7 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     middle book's first ``config.teacher_middle_book_positions`` (:mod:`baselines.teacher_book`),
     where they cover the board size."""
     path = out / TEACHER_FILE
-    geometry = Geometry(config.rows, config.columns, config.inarow)
+    geometry = config.geometry
     if path.is_file():
         teacher = TeacherSet.load(path)
     else:
