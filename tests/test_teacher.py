@@ -164,9 +164,9 @@ def test_presets_are_valid_configs() -> None:
     default = TrainConfig()
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
-    # Random openings of up to 4 stones in the default run (fewer where the board allows fewer);
-    # the preset that made ppo had none.
-    assert (default.training_opening_plies(), strong.training_opening_plies()) == (4, 0)
+    # Random openings of up to 4 stones in both (fewer where the board allows fewer).
+    assert default.opening_plies is strong.opening_plies is None
+    assert default.training_opening_plies() == strong.training_opening_plies() == 4
     with pytest.raises(ValueError, match="unknown preset"):
         preset_config("strongest")
 

@@ -448,8 +448,6 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
             # better (docs/training/bench_agent.md)
             "teacher_middle_book": 0,
-            # ppo was made from the empty board; random openings are not measured in this preset
-            "opening_plies": 0,
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",
