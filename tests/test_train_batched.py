@@ -68,8 +68,10 @@ def test_opening_plies_reach_every_training_board(vec_env: str) -> None:
     stones = observations.reshape(64, -1).sum(axis=1)
     assert stones.max() >= 4  # games start after up to 4 random stones (and a reply)
     assert (stones == 0).any() or (stones == 1).any()
-    plain = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, seed=3)).reset()
-    assert plain.reshape(64, -1).sum(axis=1).max() <= 1  # the default: the empty board
+    unset = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, seed=3)).reset()
+    assert unset.reshape(64, -1).sum(axis=1).max() >= 4  # the default: up to 4 stones too
+    plain = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=0, seed=3)).reset()
+    assert plain.reshape(64, -1).sum(axis=1).max() <= 1  # 0: the empty board
     env.close()
 
 
