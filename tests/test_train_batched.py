@@ -61,18 +61,23 @@ def test_make_vec_env_batched_is_a_monitored_batch() -> None:
     env.close()
 
 
+def _stones_after_reset(config: TrainConfig) -> np.ndarray:
+    """Stones on each training board right after the first reset of ``config``'s envs."""
+    env = make_vec_env(config)
+    observations = env.reset()
+    env.close()
+    return observations.reshape(config.n_envs, -1).sum(axis=1)
+
+
 @pytest.mark.parametrize("vec_env", ["batched", "dummy"])
 def test_opening_plies_reach_every_training_board(vec_env: str) -> None:
-    env = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=4, seed=3))
-    observations = env.reset()
-    stones = observations.reshape(64, -1).sum(axis=1)
+    stones = _stones_after_reset(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=4, seed=3))
     assert stones.max() >= 4  # games start after up to 4 random stones (and a reply)
     assert (stones == 0).any() or (stones == 1).any()
-    unset = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, seed=3)).reset()
-    assert unset.reshape(64, -1).sum(axis=1).max() >= 4  # the default: up to 4 stones too
-    plain = make_vec_env(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=0, seed=3)).reset()
-    assert plain.reshape(64, -1).sum(axis=1).max() <= 1  # 0: the empty board
-    env.close()
+    unset = _stones_after_reset(TrainConfig(n_envs=64, vec_env=vec_env, seed=3))
+    assert unset.max() >= 4  # the default: up to 4 stones too
+    plain = _stones_after_reset(TrainConfig(n_envs=64, vec_env=vec_env, opening_plies=0, seed=3))
+    assert plain.max() <= 1  # 0: the empty board
 
 
 def test_bad_vec_env_is_refused() -> None:
