@@ -164,6 +164,11 @@ def test_presets_are_valid_configs() -> None:
     default = TrainConfig()
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
+    # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
+    # against minimax 4; the strong preset keeps its own stages.
+    assert len(default.curriculum) == 14
+    assert default.curriculum[-1] == "alphabeta:max_depth=8@2+minimax:depth=4"
+    assert strong.curriculum != default.curriculum
     # Random openings of up to 4 stones in both (fewer where the board allows fewer).
     assert default.opening_plies is strong.opening_plies is None
     assert default.training_opening_plies() == strong.training_opening_plies() == 4
