@@ -151,9 +151,9 @@ class TrainConfig:
             "minimax:depth=4~0.25",
             "minimax:depth=4",
             # then alphabeta, keeping a third of the main share on minimax 4 (without it the
-            # score against minimax 4 fell 0.03): 0.41 against alphabeta at 50 ms over four seeds
-            # (0.36 without these stages), minimax 4 held, 4% more wall time
-            # (docs/training/bench_agent.md)
+            # score against minimax 4 fell 0.03): against alphabeta at 50 ms 0.43 against 0.38
+            # without these stages (seed 0, one benchmark run), 0.41 over four seeds; minimax 4
+            # held; 4% more wall time (docs/training/bench_agent.md)
             "alphabeta:max_depth=6~0.25@2+minimax:depth=4",
             "alphabeta:max_depth=6@2+minimax:depth=4",
             "alphabeta:max_depth=8~0.25@2+minimax:depth=4",
