@@ -41,10 +41,14 @@ from connectx_gym.registry import make_policy
 __all__ = [
     "CHUNK",
     "PLAYERS",
+    "ChunkResult",
     "ChunkSettings",
     "TeacherSet",
+    "chunk_jobs",
+    "chunk_key",
     "evaluation_keys",
     "label_chunk",
+    "label_chunks",
     "make_teacher_set",
     "merge_chunks",
     "run_chunks",
@@ -65,6 +69,8 @@ PLAYERS: tuple[str, ...] = (
 )
 #: value stored for a full column
 ILLEGAL = -128
+#: a labelled chunk: (moves of each position, its move values, games played, positions skipped)
+ChunkResult = tuple[list[list[int]], list[np.ndarray], int, int]
 
 
 @dataclass(frozen=True)
@@ -147,7 +153,7 @@ def label_chunk(
     seed: int | np.random.SeedSequence,
     count: int,
     exclude: frozenset[tuple[int, int]],
-) -> tuple[list[list[int]], list[np.ndarray], int, int]:
+) -> ChunkResult:
     """``count`` labelled positions from games seeded by ``seed``, none of them (up to the
     mirror) in ``exclude``: (moves, values, games played, positions skipped)."""
     geometry = Geometry(*settings.geometry_key)
@@ -188,7 +194,7 @@ def label_chunk(
 
 def run_chunks(
     jobs: dict[int, tuple[Any, ...]], workers: int, stop: Callable[[], bool] = lambda: False
-) -> Iterator[tuple[int, Any]]:
+) -> Iterator[tuple[int, ChunkResult]]:
     """``(index, label_chunk(*job))`` for each of ``jobs``, as each is done: ``workers``
     processes at a time (in this process when 1); no job is started once ``stop()`` is true."""
     if workers <= 1 or len(jobs) <= 1:
@@ -224,6 +230,7 @@ def make_teacher_set(
     exclude: Iterable[tuple[int, int]] | None = None,
     workers: int = 1,
     cache: Path | None = None,
+    shipped: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> TeacherSet:
     """``count`` (or a few fewer, after deduplication across chunks) labelled positions.
@@ -231,35 +238,24 @@ def make_teacher_set(
     ``exclude`` defaults to :func:`evaluation_keys`; ``workers`` processes label chunks in
     parallel (the result does not depend on it). With a ``cache`` folder, each labelled chunk is
     written there and read back by a later call with the same settings, so an interrupted run
-    loses at most the chunks in progress.
+    loses at most the chunks in progress. With ``shipped`` and the default ``exclude``, chunks
+    that the shipped labels hold (:mod:`baselines.teacher_cache`: the chunks of seed 0 on 6x7
+    with the default settings) are read from them instead of labelled: the same positions and
+    values this function labels, made by it.
     """
-    if count < 1:
-        raise ValueError(f"count must be >= 1, got {count}")
-    if not 0 < keep <= 1:
-        raise ValueError(f"keep must be in (0, 1], got {keep}")
-    if min_ply < 0 or min_ply >= geometry.cells:
-        raise ValueError(f"min_ply must be in [0, {geometry.cells}), got {min_ply}")
-    excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
-    sizes = [CHUNK] * (count // CHUNK) + ([count % CHUNK] if count % CHUNK else [])
-    seeds = np.random.SeedSequence(seed).generate_state(len(sizes)).tolist()
-    settings = ChunkSettings(geometry.key, min_ply, keep, node_limit)
-    args = [(settings, s, n, excluded) for s, n in zip(seeds, sizes, strict=True)]
-    results: dict[int, Any] = {}
-    files = [_chunk_file(cache, index, item) for index, item in enumerate(args)]
-    for index, file in enumerate(files):
-        if file is not None and file.is_file():
-            results[index] = _read_chunk(file)
-    todo = [index for index in range(len(args)) if index not in results]
-
-    def done(index: int, result: Any) -> None:
-        results[index] = result
-        if files[index] is not None:
-            _write_chunk(files[index], result)
-        _progress(log, len(results), len(args))
-
-    for index, result in run_chunks({index: args[index] for index in todo}, workers):
-        done(index, result)  # cached as soon as each is labelled
-    ordered = [results[index] for index in range(len(args))]
+    chunks = label_chunks(
+        geometry,
+        count,
+        seed,
+        min_ply=min_ply,
+        keep=keep,
+        node_limit=node_limit,
+        exclude=exclude,
+        workers=workers,
+        cache=cache,
+        shipped=shipped,
+        log=log,
+    )
     meta = {
         "seed": seed,
         "min_ply": min_ply,
@@ -267,18 +263,101 @@ def make_teacher_set(
         "node_limit": node_limit,
         "players": list(PLAYERS),
     }
-    return merge_chunks(geometry, ordered, meta)
+    return merge_chunks(geometry, chunks, meta)
+
+
+def label_chunks(
+    geometry: Geometry,
+    count: int,
+    seed: int,
+    *,
+    min_ply: int = 8,
+    keep: float = 0.35,
+    node_limit: int = 1_000_000,
+    exclude: Iterable[tuple[int, int]] | None = None,
+    workers: int = 1,
+    cache: Path | None = None,
+    shipped: bool = True,
+    log: Callable[[str], None] | None = None,
+) -> list[ChunkResult]:
+    """The chunks of :func:`make_teacher_set` (same arguments) before merging, in order: each
+    read from ``cache``, read from the shipped labels or labelled."""
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if not 0 < keep <= 1:
+        raise ValueError(f"keep must be in (0, 1], got {keep}")
+    if min_ply < 0 or min_ply >= geometry.cells:
+        raise ValueError(f"min_ply must be in [0, {geometry.cells}), got {min_ply}")
+    excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
+    settings = ChunkSettings(geometry.key, min_ply, keep, node_limit)
+    args = chunk_jobs(settings, count, seed, excluded)
+    results: dict[int, ChunkResult] = {}
+    files = [_chunk_file(cache, index, item) for index, item in enumerate(args)]
+    for index, file in enumerate(files):
+        if file is not None and file.is_file():
+            results[index] = _read_chunk(file)
+    if shipped and exclude is None:
+        _read_shipped(args, results, excluded, log)
+    todo = [index for index in range(len(args)) if index not in results]
+
+    def done(index: int, result: ChunkResult) -> None:
+        results[index] = result
+        if files[index] is not None:
+            _write_chunk(files[index], result)
+        _progress(log, len(results), len(args))
+
+    for index, result in run_chunks({index: args[index] for index in todo}, workers):
+        done(index, result)  # cached as soon as each is labelled
+    return [results[index] for index in range(len(args))]
+
+
+def chunk_jobs(
+    settings: ChunkSettings, count: int, seed: int, excluded: frozenset[tuple[int, int]]
+) -> list[tuple[ChunkSettings, int, int, frozenset[tuple[int, int]]]]:
+    """The :func:`label_chunk` arguments of ``count`` positions of the run seed ``seed``: chunks
+    of :data:`CHUNK` (the last one smaller), each seeded from ``seed`` by its index."""
+    sizes = [CHUNK] * (count // CHUNK) + ([count % CHUNK] if count % CHUNK else [])
+    seeds = np.random.SeedSequence(seed).generate_state(len(sizes)).tolist()
+    return [(settings, s, n, excluded) for s, n in zip(seeds, sizes, strict=True)]
+
+
+def chunk_key(args: tuple) -> str:
+    """What a chunk's positions depend on, as text: its settings, seed and size (the exclusion
+    is checked separately)."""
+    settings, seed, count, _ = args
+    return f"{settings.name()}_{seed}_{count}"
+
+
+def _read_shipped(
+    args: list[tuple],
+    results: dict[int, ChunkResult],
+    excluded: frozenset[tuple[int, int]],
+    log: Callable[[str], None] | None,
+) -> None:
+    """Fill ``results`` with the shipped labels' chunks among ``args``, when they were made
+    with the same excluded positions."""
+    from baselines.teacher_cache import exclusion_digest, shipped_store
+
+    store = shipped_store()
+    if store is None or store.exclusion != exclusion_digest(excluded):
+        return
+    found = 0
+    for index, item in enumerate(args):
+        chunk = store.get(chunk_key(item)) if index not in results else None
+        if chunk is not None:
+            results[index], found = chunk, found + 1
+    if found and log is not None:
+        log(f"teacher set: {found} of {len(args)} chunks read from the shipped labels")
 
 
 def _chunk_file(cache: Path | None, index: int, args: tuple) -> Path | None:
     """The cache file of chunk ``index``; its name carries every setting the chunk depends on."""
     if cache is None:
         return None
-    settings, seed, count, _ = args
-    return cache / f"chunk{index:05d}_{settings.name()}_{seed}_{count}.npz"
+    return cache / f"chunk{index:05d}_{chunk_key(args)}.npz"
 
 
-def _write_chunk(path: Path, result: Any) -> None:
+def _write_chunk(path: Path, result: ChunkResult) -> None:
     moves, values, games, skipped = result
     padded = np.full((len(moves), max((len(m) for m in moves), default=0)), -1, dtype=np.int8)
     for index, row in enumerate(moves):
@@ -289,7 +368,7 @@ def _write_chunk(path: Path, result: Any) -> None:
     temporary.replace(path)
 
 
-def _read_chunk(path: Path) -> Any:
+def _read_chunk(path: Path) -> ChunkResult:
     with np.load(path, allow_pickle=False) as data:
         moves = [row[row >= 0].tolist() for row in data["moves"]]
         games, skipped = (int(v) for v in data["counts"])
@@ -302,7 +381,10 @@ def _progress(log: Callable[[str], None] | None, done: int, total: int) -> None:
 
 
 def merge_chunks(
-    geometry: Geometry, results: Sequence[Any], meta: dict[str, Any], base: TeacherSet | None = None
+    geometry: Geometry,
+    results: Sequence[ChunkResult],
+    meta: dict[str, Any],
+    base: TeacherSet | None = None,
 ) -> TeacherSet:
     """The positions of ``base`` (if any), then those of the chunk ``results`` (as returned by
     :func:`label_chunk`) not seen before up to the mirror; ``meta`` plus the games played and

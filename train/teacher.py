@@ -157,7 +157,8 @@ def concatenate(parts: list[TeacherTensors]) -> TeacherTensors:
 
 def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> TeacherTensors:
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
-    per-chunk files in ``out/teacher/``, so an interrupted labelling resumes) and saved there;
+    per-chunk files in ``out/teacher/``, so an interrupted labelling resumes; chunks the package
+    ships, :mod:`baselines.teacher_cache`, are read instead) and saved there;
     then ``config.teacher_book`` copies of the shipped opening book's first
     ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer) and
     ``config.teacher_early_book`` copies of the early book's first
