@@ -171,6 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="relabel N random chunks of --out and compare (writes nothing)",
     )
     options = parser.parse_args(argv)
+    for name in ("positions", "workers"):
+        if getattr(options, name) < 1:
+            parser.error(f"--{name} must be >= 1, got {getattr(options, name)}")
+    if options.check < 0:
+        parser.error(f"--check must be >= 0, got {options.check}")
     geometry = Geometry(6, 7, 4)
     excluded = frozenset(teacher_labels.evaluation_keys(geometry))
     settings = teacher_labels.ChunkSettings(geometry.key, 8, 0.35, 1_000_000)
@@ -179,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         _check(ChunkStore.load(options.out), options.check, options.seed, args)
         return 0
     results = teacher_labels.label_chunks(
-        geometry,
+        settings,
         options.positions,
         options.seed,
         workers=options.workers,

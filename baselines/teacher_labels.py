@@ -243,13 +243,17 @@ def make_teacher_set(
     with the default settings) are read from them instead of labelled: the same positions and
     values this function labels, made by it.
     """
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    if not 0 < keep <= 1:
+        raise ValueError(f"keep must be in (0, 1], got {keep}")
+    if min_ply < 0 or min_ply >= geometry.cells:
+        raise ValueError(f"min_ply must be in [0, {geometry.cells}), got {min_ply}")
+    settings = ChunkSettings(geometry.key, min_ply, keep, node_limit)
     chunks = label_chunks(
-        geometry,
+        settings,
         count,
         seed,
-        min_ply=min_ply,
-        keep=keep,
-        node_limit=node_limit,
         exclude=exclude,
         workers=workers,
         cache=cache,
@@ -267,29 +271,21 @@ def make_teacher_set(
 
 
 def label_chunks(
-    geometry: Geometry,
+    settings: ChunkSettings,
     count: int,
     seed: int,
     *,
-    min_ply: int = 8,
-    keep: float = 0.35,
-    node_limit: int = 1_000_000,
     exclude: Iterable[tuple[int, int]] | None = None,
     workers: int = 1,
     cache: Path | None = None,
     shipped: bool = True,
     log: Callable[[str], None] | None = None,
 ) -> list[ChunkResult]:
-    """The chunks of :func:`make_teacher_set` (same arguments) before merging, in order: each
-    read from ``cache``, read from the shipped labels or labelled."""
-    if count < 1:
-        raise ValueError(f"count must be >= 1, got {count}")
-    if not 0 < keep <= 1:
-        raise ValueError(f"keep must be in (0, 1], got {keep}")
-    if min_ply < 0 or min_ply >= geometry.cells:
-        raise ValueError(f"min_ply must be in [0, {geometry.cells}), got {min_ply}")
+    """The chunks of :func:`make_teacher_set` (the same arguments, its settings gathered in
+    ``settings``) before merging, in order: each read from ``cache``, read from the shipped
+    labels or labelled."""
+    geometry = Geometry(*settings.geometry_key)
     excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
-    settings = ChunkSettings(geometry.key, min_ply, keep, node_limit)
     args = chunk_jobs(settings, count, seed, excluded)
     results: dict[int, ChunkResult] = {}
     files = [_chunk_file(cache, index, item) for index, item in enumerate(args)]

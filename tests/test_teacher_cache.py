@@ -33,8 +33,9 @@ def no_labelling(*args: object) -> None:
 
 def small_store(count: int = 600) -> tuple[ChunkStore, list[tuple]]:
     """A store of the chunks of ``count`` positions on a small board (seed 2, no exclusion)."""
-    chunks = label_chunks(SMALL, count, 2, min_ply=1, exclude=(), shipped=False)
-    jobs = chunk_jobs(ChunkSettings(SMALL.key, 1, 0.35, 1_000_000), count, 2, frozenset())
+    settings = ChunkSettings(SMALL.key, 1, 0.35, 1_000_000)
+    chunks = label_chunks(settings, count, 2, exclude=(), shipped=False)
+    jobs = chunk_jobs(settings, count, 2, frozenset())
     keys = [chunk_key(job) for job in jobs]
     store = ChunkStore.from_chunks(keys, chunks, SMALL.cells, {"exclusion": exclusion_digest(())})
     return store, chunks
@@ -117,3 +118,52 @@ def test_a_store_made_with_other_exclusions_is_not_read(monkeypatch: pytest.Monk
     monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
     with pytest.raises(AssertionError, match="a chunk was labelled"):
         make_teacher_set(STANDARD, 250, 0)
+
+
+def fake_chunk(settings: ChunkSettings, seed: int, count: int, exclude: frozenset) -> tuple:
+    return [[3, 3, 2]] * count, [np.array([1, 0, 0, -1, 0, 0, 0], np.int8)] * count, 9, 1
+
+
+def test_the_command_writes_a_store_and_checks_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
+    out = tmp_path / "store.npz"
+    arguments = ["--positions", "300", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
+    assert teacher_cache.main(arguments) == 0
+    store = ChunkStore.load(out)
+    assert len(store) == 2  # 250 + 50
+    assert store.meta["command"] == "python -m baselines.teacher_cache " + " ".join(arguments)
+    assert store.meta["exclusion"] == exclusion_digest(evaluation_keys(STANDARD))
+    assert teacher_cache.main([*arguments, "--check", "2"]) == 0
+    assert "chunk 1: 50 positions equal" in capsys.readouterr().err
+    monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
+    with pytest.raises(AssertionError, match="a chunk was labelled"):
+        teacher_cache.main([*arguments, "--check", "1"])
+
+
+def test_a_changed_chunk_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
+    out = tmp_path / "store.npz"
+    arguments = ["--positions", "250", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
+    teacher_cache.main(arguments)
+
+    def other_chunk(*args: object) -> tuple:
+        moves, values, games, skipped = fake_chunk(*args)  # type: ignore[arg-type]
+        return moves, values, games + 1, skipped
+
+    monkeypatch.setattr(teacher_labels, "label_chunk", other_chunk)
+    with pytest.raises(SystemExit, match="chunk 0 differs"):
+        teacher_cache.main([*arguments, "--check", "1"])
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [(["--positions", "0"], "--positions must be >= 1"), (["--check", "-1"], "--check must be")],
+)
+def test_the_command_refuses_bad_numbers(
+    arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        teacher_cache.main(arguments)
+    assert message in capsys.readouterr().err
