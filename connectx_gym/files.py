@@ -25,6 +25,8 @@ Python code that is executed: load those only from sources you trust.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import importlib
 import importlib.util
 import sys
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController
 
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Board, Geometry
 from connectx_gym.policy import KaggleAgentPolicy, Policy, choose_best
@@ -57,6 +60,7 @@ __all__ = [
     "load_kaggle_agent",
     "load_policy_file",
     "load_weights",
+    "one_blas_thread",
     "save_weights",
 ]
 
@@ -119,9 +123,27 @@ def load_file(path: str | Path) -> Any:
 
 
 # -- policies -------------------------------------------------------------------------------------
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """The BLAS libraries numpy loaded (found once: a few milliseconds)."""
+    return ThreadpoolController()
+
+
+def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
+    """A block in which BLAS uses one thread (about 17 microseconds to enter and leave).
+
+    One board's matrix products are too small for a second thread to pay, and when the cores
+    are busy it waits for one: with one busy process beside it on the 2-core machine, ``ppo``
+    took 9-10 ms per move with numpy's default two BLAS threads against 2.0 with one, and the
+    same 1.8-2.0 with either when quiet (2026-11-26). The limit is process-wide while it lasts.
+    """
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 class NumpyNetPolicy(Policy):
     """A policy network evaluated with numpy: masked argmax of its logits (ties at random), or a
-    move sampled from its masked softmax when ``deterministic`` is False."""
+    move sampled from its masked softmax when ``deterministic`` is False. Each board is evaluated
+    with one BLAS thread (:func:`one_blas_thread`)."""
 
     def __init__(self, weights: WeightsFile, deterministic: bool = True, name: str = "net") -> None:
         super().__init__()
@@ -134,9 +156,10 @@ class NumpyNetPolicy(Policy):
             raise ValueError(
                 f"{self.name} was trained on {self.weights.geometry!r}, not {board.geometry!r}"
             )
-        return masked_logits(
-            self.weights.layers, self.weights.params, board.to_planes(), board.legal_mask()
-        )
+        with one_blas_thread():
+            return masked_logits(
+                self.weights.layers, self.weights.params, board.to_planes(), board.legal_mask()
+            )
 
     def scores(self, board: Board) -> np.ndarray:
         logits = self._logits(board)

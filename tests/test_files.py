@@ -10,8 +10,9 @@ from pathlib import Path
 import gymnasium as gym
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
-from connectx_gym import Board, Geometry, make_policy
+from connectx_gym import Board, Geometry, files, make_policy
 from connectx_gym.files import (
     NumpyNetPolicy,
     WeightsFile,
@@ -111,6 +112,29 @@ def test_sampling_policy_stays_legal() -> None:
         board = random_board(geometry, rng)
         if not board.is_terminal():
             assert board.can_play(policy.act(board, rng))
+
+
+def blas_threads() -> list[int]:
+    return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
+
+
+def test_a_board_is_played_with_one_blas_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[list[int]] = []
+    real = files.masked_logits
+
+    def counting(*args: object) -> np.ndarray:
+        seen.append(blas_threads())
+        return real(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(files, "masked_logits", counting)
+    policy = NumpyNetPolicy(random_weights(Geometry()))
+    with threadpool_limits(2, user_api="blas"):
+        before = blas_threads()
+        assert before  # numpy's BLAS is found
+        policy.act(Board.empty(), np.random.default_rng(0))
+        policy.scores(Board.empty())
+        assert blas_threads() == before  # restored after each board
+    assert seen == [[1] * len(before)] * 2
 
 
 def test_weights_as_env_opponent_and_wrong_board(tmp_path: Path) -> None:
