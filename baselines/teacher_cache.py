@@ -180,6 +180,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     excluded = frozenset(teacher_labels.evaluation_keys(geometry))
     settings = teacher_labels.ChunkSettings(geometry.key, 8, 0.35, 1_000_000)
     args = teacher_labels.chunk_jobs(settings, options.positions, options.seed, excluded)
+    if options.check and not options.out.is_file():
+        parser.error(f"no store to check at {options.out}")
     if options.check:
         _check(ChunkStore.load(options.out), options.check, options.seed, args)
         return 0

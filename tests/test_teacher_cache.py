@@ -159,7 +159,11 @@ def test_a_changed_chunk_fails_the_check(tmp_path: Path, monkeypatch: pytest.Mon
 
 @pytest.mark.parametrize(
     ("arguments", "message"),
-    [(["--positions", "0"], "--positions must be >= 1"), (["--check", "-1"], "--check must be")],
+    [
+        (["--positions", "0"], "--positions must be >= 1"),
+        (["--check", "-1"], "--check must be"),
+        (["--check", "1", "--out", "missing.npz"], "no store to check at missing.npz"),
+    ],
 )
 def test_the_command_refuses_bad_numbers(
     arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
