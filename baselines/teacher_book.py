@@ -55,6 +55,7 @@ from baselines.teacher_labels import (
     evaluation_keys,
     merge_chunks,
     run_chunks,
+    unpad_moves,
 )
 from connectx_gym.bitboard import Geometry
 
@@ -187,7 +188,7 @@ def extend_book(
             raise ValueError(f"{path} was made with other settings: {recorded}, not {wanted}")
     first = 0 if book is None else int(book.meta["chunks"])
     commands = [] if book is None else list(book.meta["commands"])
-    rows = [] if book is None else [row[row >= 0].tolist() for row in book.moves]
+    rows = [] if book is None else unpad_moves(book.moves)
     exclude = frozenset(evaluation_keys(geometry) | {canonical_key(geometry, m) for m in rows})
     commands.append([first, first])  # chunks [first, end) labelled by this command
     started = time.monotonic()

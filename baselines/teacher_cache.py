@@ -34,6 +34,22 @@ from typing import Any
 
 import numpy as np
 
+from baselines.teacher_labels import (
+    KEEP,
+    MIN_PLY,
+    NODE_LIMIT,
+    ChunkResult,
+    ChunkSettings,
+    chunk_jobs,
+    chunk_key,
+    evaluation_keys,
+    label_chunk,
+    label_chunks,
+    pad_moves,
+    unpad_moves,
+)
+from connectx_gym.bitboard import Geometry
+
 __all__ = ["SHIPPED_FILE", "ChunkStore", "exclusion_digest", "main", "shipped_store"]
 
 #: the shipped labels, in ``baselines/data``
@@ -70,32 +86,27 @@ class ChunkStore:
     def __len__(self) -> int:
         return len(self.keys)
 
-    def get(self, key: str) -> tuple[list[list[int]], list[np.ndarray], int, int] | None:
+    def get(self, key: str) -> ChunkResult | None:
         """The chunk of ``key`` as :func:`~baselines.teacher_labels.label_chunk` returns it, or
         ``None`` when the store does not hold it."""
         index = self._index.get(key)
         if index is None:
             return None
         rows = slice(int(self.offsets[index]), int(self.offsets[index + 1]))
-        moves = [row[row >= 0].tolist() for row in self.moves[rows]]
+        moves = unpad_moves(self.moves[rows])
         values = list(self.values[rows].copy())
         return moves, values, int(self.games[index]), int(self.skipped[index])
 
     @classmethod
     def from_chunks(
-        cls, keys: Sequence[str], chunks: Sequence[Any], cells: int, meta: dict[str, Any]
+        cls, keys: Sequence[str], chunks: Sequence[ChunkResult], cells: int, meta: dict[str, Any]
     ) -> ChunkStore:
         """A store of ``chunks`` (as :func:`~baselines.teacher_labels.label_chunk` returns
         them) under ``keys``; ``meta`` must hold ``"exclusion"``."""
         if "exclusion" not in meta:
             raise ValueError("meta must hold the exclusion digest")
         sizes = [len(chunk[0]) for chunk in chunks]
-        moves = np.full((sum(sizes), cells), -1, dtype=np.int8)
-        row = 0
-        for chunk in chunks:
-            for position in chunk[0]:
-                moves[row, : len(position)] = position
-                row += 1
+        moves = pad_moves([position for chunk in chunks for position in chunk[0]], cells)
         values = [value for chunk in chunks for value in chunk[1]]
         return cls(
             keys=np.array(list(keys), dtype=str),
@@ -131,8 +142,6 @@ def shipped_store() -> ChunkStore | None:
 
 def _check(store: ChunkStore, count: int, seed: int, args: list[tuple]) -> None:
     """Relabel ``count`` chunks of ``store`` picked at random; raise if one differs."""
-    from baselines.teacher_labels import chunk_key, label_chunk
-
     picks = np.random.default_rng(seed).choice(len(args), size=min(count, len(args)), replace=False)
     for index in sorted(picks.tolist()):
         expected = label_chunk(*args[index])
@@ -147,9 +156,6 @@ def _check(store: ChunkStore, count: int, seed: int, args: list[tuple]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Label the chunks of ``--positions`` teacher positions of ``--seed`` on 6x7 (the default
     settings) and write them as a store; or, with ``--check N``, relabel N of a store's."""
-    from baselines import teacher_labels
-    from connectx_gym.bitboard import Geometry
-
     parser = argparse.ArgumentParser(
         prog="python -m baselines.teacher_cache", description=main.__doc__
     )
@@ -177,15 +183,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     if options.check < 0:
         parser.error(f"--check must be >= 0, got {options.check}")
     geometry = Geometry(6, 7, 4)
-    excluded = frozenset(teacher_labels.evaluation_keys(geometry))
-    settings = teacher_labels.ChunkSettings(geometry.key, 8, 0.35, 1_000_000)
-    args = teacher_labels.chunk_jobs(settings, options.positions, options.seed, excluded)
+    excluded = frozenset(evaluation_keys(geometry))
+    settings = ChunkSettings(geometry.key, MIN_PLY, KEEP, NODE_LIMIT)
+    args = chunk_jobs(settings, options.positions, options.seed, excluded)
     if options.check and not options.out.is_file():
         parser.error(f"no store to check at {options.out}")
     if options.check:
         _check(ChunkStore.load(options.out), options.check, options.seed, args)
         return 0
-    results = teacher_labels.label_chunks(
+    results = label_chunks(
         settings,
         options.positions,
         options.seed,
@@ -203,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "settings": settings.name(),
         "exclusion": exclusion_digest(excluded),
     }
-    keys = [teacher_labels.chunk_key(item) for item in args]
+    keys = [chunk_key(item) for item in args]
     store = ChunkStore.from_chunks(keys, results, geometry.cells, meta)
     store.save(options.out)
     print(f"{options.out}: {len(store)} chunks, {len(store.moves)} positions", file=sys.stderr)

@@ -40,6 +40,9 @@ from connectx_gym.registry import make_policy
 
 __all__ = [
     "CHUNK",
+    "KEEP",
+    "MIN_PLY",
+    "NODE_LIMIT",
     "PLAYERS",
     "ChunkResult",
     "ChunkSettings",
@@ -51,7 +54,9 @@ __all__ = [
     "label_chunks",
     "make_teacher_set",
     "merge_chunks",
+    "pad_moves",
     "run_chunks",
+    "unpad_moves",
 ]
 
 #: positions per chunk (one seed and one worker task each)
@@ -71,6 +76,21 @@ PLAYERS: tuple[str, ...] = (
 ILLEGAL = -128
 #: a labelled chunk: (moves of each position, its move values, games played, positions skipped)
 ChunkResult = tuple[list[list[int]], list[np.ndarray], int, int]
+#: the positions :func:`make_teacher_set` keeps and labels by default (its keyword defaults)
+MIN_PLY, KEEP, NODE_LIMIT = 8, 0.35, 1_000_000
+
+
+def pad_moves(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """Move sequences as an int8 ``[len(rows), width]`` array, padded with -1."""
+    padded = np.full((len(rows), width), -1, dtype=np.int8)
+    for index, row in enumerate(rows):
+        padded[index, : len(row)] = row
+    return padded
+
+
+def unpad_moves(padded: np.ndarray) -> list[list[int]]:
+    """The move sequences of a -1 padded array (the inverse of :func:`pad_moves`)."""
+    return [row[row >= 0].tolist() for row in padded]
 
 
 @dataclass(frozen=True)
@@ -224,9 +244,9 @@ def make_teacher_set(
     count: int,
     seed: int,
     *,
-    min_ply: int = 8,
-    keep: float = 0.35,
-    node_limit: int = 1_000_000,
+    min_ply: int = MIN_PLY,
+    keep: float = KEEP,
+    node_limit: int = NODE_LIMIT,
     exclude: Iterable[tuple[int, int]] | None = None,
     workers: int = 1,
     cache: Path | None = None,
@@ -238,10 +258,10 @@ def make_teacher_set(
     ``exclude`` defaults to :func:`evaluation_keys`; ``workers`` processes label chunks in
     parallel (the result does not depend on it). With a ``cache`` folder, each labelled chunk is
     written there and read back by a later call with the same settings, so an interrupted run
-    loses at most the chunks in progress. With ``shipped`` and the default ``exclude``, chunks
+    loses at most the chunks in progress. With ``shipped``, chunks
     that the shipped labels hold (:mod:`baselines.teacher_cache`: the chunks of seed 0 on 6x7
-    with the default settings) are read from them instead of labelled: the same positions and
-    values this function labels, made by it.
+    with the default settings and exclusion) are read from them instead of labelled: the same
+    positions and values this function labels, made by it.
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
@@ -292,7 +312,7 @@ def label_chunks(
     for index, file in enumerate(files):
         if file is not None and file.is_file():
             results[index] = _read_chunk(file)
-    if shipped and exclude is None:
+    if shipped:
         _read_shipped(args, results, excluded, log)
     todo = [index for index in range(len(args)) if index not in results]
 
@@ -355,9 +375,7 @@ def _chunk_file(cache: Path | None, index: int, args: tuple) -> Path | None:
 
 def _write_chunk(path: Path, result: ChunkResult) -> None:
     moves, values, games, skipped = result
-    padded = np.full((len(moves), max((len(m) for m in moves), default=0)), -1, dtype=np.int8)
-    for index, row in enumerate(moves):
-        padded[index, : len(row)] = row
+    padded = pad_moves(moves, max((len(m) for m in moves), default=0))
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.stem + ".tmp.npz")
     np.savez(temporary, moves=padded, values=np.array(values), counts=np.array([games, skipped]))
@@ -366,7 +384,7 @@ def _write_chunk(path: Path, result: ChunkResult) -> None:
 
 def _read_chunk(path: Path) -> ChunkResult:
     with np.load(path, allow_pickle=False) as data:
-        moves = [row[row >= 0].tolist() for row in data["moves"]]
+        moves = unpad_moves(data["moves"])
         games, skipped = (int(v) for v in data["counts"])
         return moves, list(data["values"]), games, skipped
 
@@ -385,7 +403,7 @@ def merge_chunks(
     """The positions of ``base`` (if any), then those of the chunk ``results`` (as returned by
     :func:`label_chunk`) not seen before up to the mirror; ``meta`` plus the games played and
     positions skipped, added to ``base``'s."""
-    rows = [] if base is None else [row[row >= 0].tolist() for row in base.moves]
+    rows = [] if base is None else unpad_moves(base.moves)
     values = [] if base is None else list(base.values)
     seen = {canonical_key(geometry, moves) for moves in rows}
     games = 0 if base is None else int(base.meta.get("games", 0))
@@ -399,9 +417,7 @@ def merge_chunks(
                 seen.add(key)
                 rows.append(moves)
                 values.append(value)
-    moves_array = np.full((len(rows), geometry.cells), -1, dtype=np.int8)
-    for index, moves in enumerate(rows):
-        moves_array[index, : len(moves)] = moves
+    moves_array = pad_moves(rows, geometry.cells)
     meta = {"geometry": list(geometry.key), **meta, "games": games, "skipped": skipped}
     value_array = np.stack(values) if values else np.zeros((0, geometry.columns), np.int8)
     return TeacherSet(geometry, moves_array, value_array, meta)

@@ -92,6 +92,12 @@ def test_a_run_of_seed_0_reads_the_shipped_chunks(monkeypatch: pytest.MonkeyPatc
     assert lines == ["teacher set: 2 of 2 chunks read from the shipped labels"]
 
 
+def test_the_same_exclusion_given_explicitly_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
+    teacher = make_teacher_set(STANDARD, 250, 0, exclude=evaluation_keys(STANDARD))
+    assert len(teacher) == 250
+
+
 @pytest.mark.parametrize(
     "changes",
     [
@@ -128,6 +134,7 @@ def test_the_command_writes_a_store_and_checks_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
+    monkeypatch.setattr(teacher_cache, "label_chunk", fake_chunk)  # --check's
     out = tmp_path / "store.npz"
     arguments = ["--positions", "300", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
     assert teacher_cache.main(arguments) == 0
@@ -138,12 +145,14 @@ def test_the_command_writes_a_store_and_checks_it(
     assert teacher_cache.main([*arguments, "--check", "2"]) == 0
     assert "chunk 1: 50 positions equal" in capsys.readouterr().err
     monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
+    monkeypatch.setattr(teacher_cache, "label_chunk", no_labelling)  # --check's
     with pytest.raises(AssertionError, match="a chunk was labelled"):
         teacher_cache.main([*arguments, "--check", "1"])
 
 
 def test_a_changed_chunk_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
+    monkeypatch.setattr(teacher_cache, "label_chunk", fake_chunk)  # --check's
     out = tmp_path / "store.npz"
     arguments = ["--positions", "250", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
     teacher_cache.main(arguments)
@@ -153,6 +162,7 @@ def test_a_changed_chunk_fails_the_check(tmp_path: Path, monkeypatch: pytest.Mon
         return moves, values, games + 1, skipped
 
     monkeypatch.setattr(teacher_labels, "label_chunk", other_chunk)
+    monkeypatch.setattr(teacher_cache, "label_chunk", other_chunk)  # --check's
     with pytest.raises(SystemExit, match="chunk 0 differs"):
         teacher_cache.main([*arguments, "--check", "1"])
 
