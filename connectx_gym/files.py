@@ -158,9 +158,9 @@ class NumpyNetPolicy(Policy):
                 f"{self.name} was trained on {self.weights.geometry!r}, not {board.geometry!r}"
             )
         with one_blas_thread():
-            return masked_logits(
-                self.weights.layers, self.weights.params, board.to_planes(), board.legal_mask()
-            )
+            weights = self.weights
+            planes, legal = board.to_planes(), board.legal_mask()
+            return masked_logits(weights.layers, weights.params, planes, legal, weights.kernels)
 
     def scores(self, board: Board) -> np.ndarray:
         logits = self._logits(board)

@@ -54,6 +54,8 @@ __all__ = [
     "WeightsFile",
     "best_legal_column",
     "conv2d_same",
+    "conv_kernel",
+    "conv_kernels",
     "forward_layers",
     "masked_logits",
     "output_shape",
@@ -82,15 +84,25 @@ class BoardSize(NamedTuple):
 
 
 # -- the forward pass -----------------------------------------------------------------------------
-def conv2d_same(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
+def conv_kernel(weight: np.ndarray) -> np.ndarray:
+    """The ``(kh * kw * C, O)`` matrix that :func:`conv2d_same` multiplies the windows by, rows
+    in ``(i, j, c)`` order. Copying it out of an ``(O, C, kh, kw)`` weight costs a third of a
+    96-channel 3x3 convolution on 6x7, so a network makes it once (``WeightsFile.kernels``)."""
+    return np.ascontiguousarray(weight.transpose(2, 3, 1, 0).reshape(-1, weight.shape[0]))
+
+
+def conv2d_same(
+    x: np.ndarray, weight: np.ndarray, bias: np.ndarray, kernel: np.ndarray | None = None
+) -> np.ndarray:
     """2-D cross-correlation of ``x`` (N, C, H, W) with ``weight`` (O, C, kh, kw), zero padded so
     the output keeps H x W (odd kernels), as ``torch.nn.Conv2d(padding=k // 2)``.
 
     One matrix product in the weights' dtype. A 1x1 kernel multiplies the planes directly; a
     larger one first copies the kernel's windows into rows (im2col) channels-last, so that each of
     the ``kh * kw`` copies moves contiguous runs of channels (``np.pad``, ``tensordot`` over a
-    strided view, or one copy of a window view cost two to ten times more on a small board). The
-    result is an (N, O, H, W) view of a channels-last array.
+    strided view, or one copy of a window view cost two to ten times more on a small board), and
+    multiplies them by ``kernel``, ``conv_kernel(weight)`` (made here when not given). The result
+    is an (N, O, H, W) view of a channels-last array.
     """
     n, channels, height, width = x.shape
     out_channels, _, kh, kw = weight.shape
@@ -106,18 +118,38 @@ def conv2d_same(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarr
     for i in range(kh):  # kh * kw strided copies of the whole batch, not a loop over cells
         for j in range(kw):
             columns[:, :, :, i, j] = padded[:, i : i + height, j : j + width]
-    kernel = weight.transpose(2, 3, 1, 0).reshape(-1, out_channels)  # rows in (i, j, c) order
+    if kernel is None:
+        kernel = conv_kernel(weight)
     out = columns.reshape(n * height * width, -1) @ kernel
     out += bias
     return out.reshape(n, height, width, out_channels).transpose(0, 3, 1, 2)
 
 
+def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
+    """:func:`conv_kernel` of every convolution in ``layers`` wider than 1x1 (nested ones too),
+    by weight name: what :func:`forward_layers` takes as ``kernels``."""
+    kernels = {}
+    for layer in layers:
+        op = layer["op"]
+        if op == "conv" and params[layer["weight"]].shape[2:] != (1, 1):
+            kernels[layer["weight"]] = conv_kernel(params[layer["weight"]])
+        for body in layer.get("branches", []) + ([layer["body"]] if op == "residual" else []):
+            kernels.update(conv_kernels(body, params))
+    return kernels
+
+
 def forward_layers(
-    layers: list, params: dict, x: np.ndarray, saved: dict | None = None
+    layers: list,
+    params: dict,
+    x: np.ndarray,
+    saved: dict | None = None,
+    kernels: dict | None = None,
 ) -> np.ndarray:
     """Run the network description ``layers`` with ``params`` on the batch ``x`` (``saved``
-    carries the landing cells from ``input_planes`` to ``gather_landing``)."""
+    carries the landing cells from ``input_planes`` to ``gather_landing``; ``kernels``, from
+    :func:`conv_kernels`, spares the convolutions re-making their matrices)."""
     saved = {} if saved is None else saved
+    kernels = {} if kernels is None else kernels
     for layer in layers:
         op = layer["op"]
         if op == "ones_plane":
@@ -130,13 +162,16 @@ def forward_layers(
         elif op == "gather_landing":
             x = (x[:, 0] * saved["landing"]).sum(axis=1)
         elif op == "branches":
-            outputs = [forward_layers(body, params, x, saved) for body in layer["branches"]]
+            outputs = [
+                forward_layers(body, params, x, saved, kernels) for body in layer["branches"]
+            ]
             x = np.concatenate([out.reshape(out.shape[0], -1) for out in outputs], axis=1)
         elif op == "linear_plus_prefix":
             weight = params[layer["weight"]]
             x = x @ weight.T + params[layer["bias"]] + x[:, : weight.shape[0]]
         elif op == "conv":
-            x = conv2d_same(x, params[layer["weight"]], params[layer["bias"]])
+            name = layer["weight"]
+            x = conv2d_same(x, params[name], params[layer["bias"]], kernels.get(name))
         elif op == "linear":
             x = x @ params[layer["weight"]].T + params[layer["bias"]]
         elif op == "relu":
@@ -146,16 +181,22 @@ def forward_layers(
         elif op == "flatten":
             x = x.reshape(x.shape[0], -1)
         elif op == "residual":
-            x = x + forward_layers(layer["body"], params, x, saved)
+            x = x + forward_layers(layer["body"], params, x, saved, kernels)
         else:
             raise ValueError(f"unknown layer op {op!r}")
     return x
 
 
-def masked_logits(layers: list, params: dict, planes: np.ndarray, legal: np.ndarray) -> np.ndarray:
+def masked_logits(
+    layers: list,
+    params: dict,
+    planes: np.ndarray,
+    legal: np.ndarray,
+    kernels: dict | None = None,
+) -> np.ndarray:
     """Logits of one position's ``(2, rows, columns)`` planes, ``-inf`` on illegal columns."""
     x = np.asarray(planes, dtype=np.float32)[None]
-    logits = forward_layers(layers, params, x)[0].astype(np.float64)
+    logits = forward_layers(layers, params, x, kernels=kernels)[0].astype(np.float64)
     return np.where(legal, logits, -np.inf)
 
 
@@ -262,6 +303,8 @@ class WeightsFile:
     ``geometry`` is anything with ``rows``, ``columns`` and ``inarow`` (a :class:`BoardSize` or a
     :class:`connectx_gym.Geometry`). The layers are checked against the array shapes: they must
     turn ``(2, rows, columns)`` planes into one logit per column, or ``ValueError`` says why.
+    ``kernels`` holds the convolutions' matrices (:func:`conv_kernels`, read-only), made once here
+    from ``params``, which are not to be changed afterwards.
     """
 
     def __init__(self, geometry: Any, layers: list[dict[str, Any]], params: dict[str, Any]) -> None:
@@ -277,6 +320,9 @@ class WeightsFile:
             raise _refuse(
                 f"the network outputs shape {out}, not one logit per column ({planes[2]})"
             )
+        self.kernels = conv_kernels(layers, self.params)
+        for kernel in self.kernels.values():
+            kernel.setflags(write=False)
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -293,7 +339,8 @@ class WeightsFile:
 
     def logits(self, planes: np.ndarray) -> np.ndarray:
         """Raw logits for a batch ``(N, 2, rows, columns)`` of observations."""
-        return forward_layers(self.layers, self.params, np.asarray(planes, dtype=np.float32))
+        x = np.asarray(planes, dtype=np.float32)
+        return forward_layers(self.layers, self.params, x, kernels=self.kernels)
 
 
 def write_weights(weights: WeightsFile, target: Any, compressed: bool = False) -> None:

@@ -22,6 +22,7 @@ from connectx_gym.files import (
     load_weights,
     save_weights,
 )
+from connectx_gym.weights import conv_kernel
 
 
 def conv_reference(x: np.ndarray, weight: np.ndarray, bias: np.ndarray) -> np.ndarray:
@@ -80,6 +81,18 @@ def test_conv_matches_reference(shape: tuple[int, ...], kernel: int) -> None:
     weight = rng.normal(size=(4, shape[1], kernel, kernel))
     bias = rng.normal(size=4)
     np.testing.assert_allclose(conv2d_same(x, weight, bias), conv_reference(x, weight, bias))
+
+
+def test_kernels_are_made_once_and_change_no_logit() -> None:
+    weights = random_weights(Geometry(), channels=5)
+    # the residual body's 3x3 convolution too; a 1x1 one would multiply its weight directly
+    assert sorted(weights.kernels) == ["c0.w", "r.w"]
+    for name, kernel in weights.kernels.items():
+        np.testing.assert_array_equal(kernel, conv_kernel(weights.params[name]))
+        assert not kernel.flags.writeable
+    planes = np.random.default_rng(2).integers(0, 2, size=(9, 2, 6, 7)).astype(np.float32)
+    fresh = forward_layers(weights.layers, weights.params, planes)  # makes each matrix itself
+    np.testing.assert_array_equal(weights.logits(planes), fresh)  # bit for bit
 
 
 @pytest.mark.parametrize(("rows", "columns", "inarow"), [(6, 7, 4), (4, 5, 3), (1, 3, 2)])

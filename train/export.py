@@ -38,7 +38,7 @@ def agent(obs, config):
     mark = int(_setting(obs, "mark"))
     planes = np.stack([grid == mark, grid == 3 - mark])
     legal = grid[0] == 0
-    logits = masked_logits(_NETWORK.layers, _NETWORK.params, planes, legal)
+    logits = masked_logits(_NETWORK.layers, _NETWORK.params, planes, legal, _NETWORK.kernels)
     return best_legal_column(logits, legal)
 '''
 
