@@ -49,6 +49,7 @@ __all__ = [
     "PHASES",
     "PLAYERS",
     "canonical_key",
+    "canonical_keys",
     "label_position",
     "main",
     "phase_bounds",
@@ -93,6 +94,62 @@ def canonical_key(geometry: Geometry, moves: Sequence[int]) -> tuple[int, int]:
     board = Board.from_moves(geometry, moves)
     mirror = Board.from_moves(geometry, [geometry.columns - 1 - c for c in moves])
     return min(board.key(), mirror.key())
+
+
+def canonical_keys(geometry: Geometry, moves: np.ndarray) -> list[tuple[int, int]]:
+    """:func:`canonical_key` of each row of ``moves`` (``[n, width]`` 0-based columns, padded at
+    the end with -1, as the labelled sets store them), at once.
+
+    The keys are built ply by ply over all rows together (a move of row ``r`` at ply ``p`` sets
+    the bit of its column's next cell in ``mask``, and in ``current`` when ``p`` has the parity of
+    the player to move after the row's last move), about a hundred times faster than a
+    :class:`Board` per row on a 6x7 board; boards over 64 bits go row by row. Rows are not checked
+    for a game that ended before their last move (the stones still have a key); a column out of
+    range, a full column played again or a move after the padding is a ``ValueError``.
+    """
+    moves = np.asarray(moves)
+    if moves.ndim != 2:
+        raise ValueError(f"moves must be a 2-D array of rows, got shape {moves.shape}")
+    played = moves >= 0
+    if ((moves < -1) | (moves >= geometry.columns)).any():
+        raise ValueError(f"a move is not a column of the board (0 to {geometry.columns - 1})")
+    if (played[:, 1:] & ~played[:, :-1]).any():
+        raise ValueError("a row has a move after its -1 padding")
+    if not geometry.fits_64_bits:
+        return [canonical_key(geometry, row[row >= 0].tolist()) for row in moves]
+    mirrored = np.where(played, geometry.columns - 1 - moves, moves)
+    lengths = played.sum(axis=1)
+    current, mask = _stone_bits(geometry, moves, played, lengths)
+    mirror_current, mirror_mask = _stone_bits(geometry, mirrored, played, lengths)
+    # min() of the two (current, mask) pairs, as tuples compare
+    use_mirror = (mirror_current < current) | ((mirror_current == current) & (mirror_mask < mask))
+    current = np.where(use_mirror, mirror_current, current)
+    mask = np.where(use_mirror, mirror_mask, mask)
+    return list(zip(current.tolist(), mask.tolist(), strict=True))
+
+
+def _stone_bits(
+    geometry: Geometry, moves: np.ndarray, played: np.ndarray, lengths: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
+    """``current`` and ``mask`` (uint64) of each row, one vectorised step per ply."""
+    count, width = moves.shape
+    heights = np.zeros((count, geometry.columns), dtype=np.int64)
+    current = np.zeros(count, dtype=np.uint64)
+    mask = np.zeros(count, dtype=np.uint64)
+    for ply in range(width):
+        rows = np.flatnonzero(played[:, ply])
+        if not len(rows):
+            break
+        columns = moves[rows, ply].astype(np.int64)
+        filled = heights[rows, columns]
+        if (filled >= geometry.rows).any():
+            raise ValueError(f"a row plays a full column at ply {ply}")
+        heights[rows, columns] = filled + 1
+        bits = np.left_shift(np.uint64(1), (columns * geometry.height + filled).astype(np.uint64))
+        mask[rows] |= bits
+        mover = (lengths[rows] - ply) % 2 == 0  # the player to move after the last move
+        current[rows[mover]] |= bits[mover]
+    return current, mask
 
 
 def play_game(

@@ -48,14 +48,13 @@ from typing import Any
 
 import numpy as np
 
-from baselines.make_positions import canonical_key
+from baselines.make_positions import canonical_keys
 from baselines.teacher_labels import (
     ChunkSettings,
     TeacherSet,
     evaluation_keys,
     merge_chunks,
     run_chunks,
-    unpad_moves,
 )
 from connectx_gym.bitboard import Geometry
 
@@ -188,8 +187,8 @@ def extend_book(
             raise ValueError(f"{path} was made with other settings: {recorded}, not {wanted}")
     first = 0 if book is None else int(book.meta["chunks"])
     commands = [] if book is None else list(book.meta["commands"])
-    rows = [] if book is None else unpad_moves(book.moves)
-    exclude = frozenset(evaluation_keys(geometry) | {canonical_key(geometry, m) for m in rows})
+    book_keys = set() if book is None else set(canonical_keys(geometry, book.moves))
+    exclude = frozenset(evaluation_keys(geometry) | book_keys)
     commands.append([first, first])  # chunks [first, end) labelled by this command
     started = time.monotonic()
     results: dict[int, Any] = {}

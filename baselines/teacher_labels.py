@@ -22,6 +22,7 @@ How positions are made (deterministic for a seed, whatever the number of worker 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -31,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.make_positions import canonical_key, play_game
+from baselines.make_positions import canonical_key, canonical_keys, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
@@ -82,15 +83,22 @@ MIN_PLY, KEEP, NODE_LIMIT = 8, 0.35, 1_000_000
 
 def pad_moves(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:
     """Move sequences as an int8 ``[len(rows), width]`` array, padded with -1."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    if len(rows) and lengths.max() > width:
+        raise ValueError(f"a row of {lengths.max()} moves is wider than {width}")
     padded = np.full((len(rows), width), -1, dtype=np.int8)
-    for index, row in enumerate(rows):
-        padded[index, : len(row)] = row
+    # the cells before each row's length, in row-major order: the rows' moves one after another
+    padded[np.arange(width) < lengths[:, None]] = np.fromiter(
+        itertools.chain.from_iterable(rows), dtype=np.int8, count=int(lengths.sum())
+    )
     return padded
 
 
 def unpad_moves(padded: np.ndarray) -> list[list[int]]:
     """The move sequences of a -1 padded array (the inverse of :func:`pad_moves`)."""
-    return [row[row >= 0].tolist() for row in padded]
+    played = padded >= 0
+    moves = iter(padded[played].tolist())  # row-major: row after row
+    return [list(itertools.islice(moves, length)) for length in played.sum(axis=1).tolist()]
 
 
 @dataclass(frozen=True)
@@ -136,7 +144,7 @@ def evaluation_keys(geometry: Geometry) -> set[tuple[int, int]]:
         return set()
     if positions.geometry != geometry:
         return set()
-    return {canonical_key(geometry, moves) for moves in positions.moves}
+    return set(canonical_keys(geometry, pad_moves(positions.moves, geometry.cells)))
 
 
 @dataclass(frozen=True)
@@ -405,14 +413,16 @@ def merge_chunks(
     positions skipped, added to ``base``'s."""
     rows = [] if base is None else unpad_moves(base.moves)
     values = [] if base is None else list(base.values)
-    seen = {canonical_key(geometry, moves) for moves in rows}
+    seen = set() if base is None else set(canonical_keys(geometry, base.moves))
     games = 0 if base is None else int(base.meta.get("games", 0))
     skipped = 0 if base is None else int(base.meta.get("skipped", 0))
+    new_rows = [moves for chunk_moves, *_ in results for moves in chunk_moves]
+    new_keys = iter(canonical_keys(geometry, pad_moves(new_rows, geometry.cells)))
     for chunk_moves, chunk_values, chunk_games, chunk_skipped in results:
         games += chunk_games
         skipped += chunk_skipped
         for moves, value in zip(chunk_moves, chunk_values, strict=True):
-            key = canonical_key(geometry, moves)
+            key = next(new_keys)
             if key not in seen:
                 seen.add(key)
                 rows.append(moves)

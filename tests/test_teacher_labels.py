@@ -8,11 +8,20 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import baselines.teacher_labels as teacher_labels
-from baselines.make_positions import canonical_key
+from baselines.make_positions import canonical_key, canonical_keys
 from baselines.solver import SearchLimitError, Solver
-from baselines.teacher_labels import ILLEGAL, TeacherSet, evaluation_keys, make_teacher_set
+from baselines.teacher_labels import (
+    ILLEGAL,
+    TeacherSet,
+    evaluation_keys,
+    make_teacher_set,
+    pad_moves,
+    unpad_moves,
+)
 from connectx_gym.bitboard import Board, Geometry
 
 SMALL = Geometry(4, 5, 3)
@@ -121,3 +130,49 @@ def test_bad_settings_are_refused(changes: dict, message: str) -> None:
     settings = {"count": 5, "seed": 0, **changes}
     with pytest.raises(ValueError, match=message):
         make_teacher_set(SMALL, **settings)
+
+
+def random_games(geometry: Geometry, seed: int, count: int) -> list[list[int]]:
+    """``count`` legal move sequences of random lengths (a game's prefix, or all of it)."""
+    rng = np.random.default_rng(seed)
+    games = []
+    for _ in range(count):
+        board, moves = Board(geometry, 0, 0, 0), []
+        for _ in range(int(rng.integers(0, geometry.cells + 1))):
+            if board.is_terminal():
+                break
+            moves.append(int(rng.choice(board.legal_moves())))
+            board = board.play(moves[-1])
+        games.append(moves)
+    return games
+
+
+@settings(max_examples=40, deadline=None)
+@given(rows=st.integers(1, 8), columns=st.integers(1, 9), seed=st.integers(0, 2**16))
+def test_canonical_keys_equal_one_board_at_a_time(rows: int, columns: int, seed: int) -> None:
+    geometry = Geometry(rows, columns, 3)  # up to 8x9 = 81 bits: both the uint64 and int paths
+    games = random_games(geometry, seed, 12)
+    games.append([geometry.columns - 1 - c for c in games[0]])  # a mirror pair
+    padded = pad_moves(games, geometry.cells)
+    assert unpad_moves(padded) == games
+    assert canonical_keys(geometry, padded) == [canonical_key(geometry, g) for g in games]
+
+
+def test_canonical_keys_refuse_what_is_not_a_game() -> None:
+    geometry = Geometry(2, 3, 2)
+    for rows, message in [
+        ([[0, 3]], "not a column"),
+        ([[1, 1, 1]], "full column"),
+        ([[0, -1, 1]], "after its -1 padding"),
+    ]:
+        padded = np.full((1, geometry.cells), -1, dtype=np.int8)
+        padded[0, : len(rows[0])] = rows[0]
+        with pytest.raises(ValueError, match=message):
+            canonical_keys(geometry, padded)
+    with pytest.raises(ValueError, match="2-D"):
+        canonical_keys(geometry, np.zeros(6, dtype=np.int8))
+    assert canonical_keys(geometry, np.zeros((0, 6), dtype=np.int8)) == []
+    assert pad_moves([], 6).shape == (0, 6)
+    assert unpad_moves(pad_moves([], 6)) == []
+    with pytest.raises(ValueError, match="wider"):
+        pad_moves([[0] * 7], 6)
