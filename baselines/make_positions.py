@@ -102,8 +102,8 @@ def canonical_keys(geometry: Geometry, moves: np.ndarray) -> list[tuple[int, int
 
     The keys are built ply by ply over all rows together (a move of row ``r`` at ply ``p`` sets
     the bit of its column's next cell in ``mask``, and in ``current`` when ``p`` has the parity of
-    the player to move after the row's last move), about a hundred times faster than a
-    :class:`Board` per row on a 6x7 board; boards over 64 bits go row by row. Rows are not checked
+    the player to move after the row's last move): 20,000 rows of 6x7 in 0.6 s against 19 s
+    with a :class:`Board` per row. Boards over 64 bits go row by row. Rows are not checked
     for a game that ended before their last move (the stones still have a key); a column out of
     range, a full column played again or a move after the padding is a ``ValueError``.
     """
