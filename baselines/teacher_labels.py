@@ -411,23 +411,21 @@ def merge_chunks(
     """The positions of ``base`` (if any), then those of the chunk ``results`` (as returned by
     :func:`label_chunk`) not seen before up to the mirror; ``meta`` plus the games played and
     positions skipped, added to ``base``'s."""
-    rows = [] if base is None else unpad_moves(base.moves)
-    values = [] if base is None else list(base.values)
-    seen = set() if base is None else set(canonical_keys(geometry, base.moves))
-    games = 0 if base is None else int(base.meta.get("games", 0))
-    skipped = 0 if base is None else int(base.meta.get("skipped", 0))
-    new_rows = [moves for chunk_moves, *_ in results for moves in chunk_moves]
-    new_keys = iter(canonical_keys(geometry, pad_moves(new_rows, geometry.cells)))
-    for chunk_moves, chunk_values, chunk_games, chunk_skipped in results:
-        games += chunk_games
-        skipped += chunk_skipped
-        for moves, value in zip(chunk_moves, chunk_values, strict=True):
-            key = next(new_keys)
-            if key not in seen:
-                seen.add(key)
-                rows.append(moves)
-                values.append(value)
-    moves_array = pad_moves(rows, geometry.cells)
+    columns = geometry.columns
+    base_moves = np.zeros((0, geometry.cells), np.int8) if base is None else base.moves
+    base_values = np.zeros((0, columns), np.int8) if base is None else base.values
+    new_moves = pad_moves([moves for chunk in results for moves in chunk[0]], geometry.cells)
+    new_values = np.array([value for chunk in results for value in chunk[1]], dtype=np.int8)
+    seen = set(canonical_keys(geometry, base_moves))
+    kept = []
+    for index, key in enumerate(canonical_keys(geometry, new_moves)):
+        if key not in seen:
+            seen.add(key)
+            kept.append(index)
+    before = {} if base is None else base.meta
+    games = int(before.get("games", 0)) + sum(chunk[2] for chunk in results)
+    skipped = int(before.get("skipped", 0)) + sum(chunk[3] for chunk in results)
+    moves_array = np.concatenate([base_moves, new_moves[kept]])
+    value_array = np.concatenate([base_values, new_values.reshape(-1, columns)[kept]])
     meta = {"geometry": list(geometry.key), **meta, "games": games, "skipped": skipped}
-    value_array = np.stack(values) if values else np.zeros((0, geometry.columns), np.int8)
     return TeacherSet(geometry, moves_array, value_array, meta)

@@ -164,6 +164,7 @@ def test_canonical_keys_refuse_what_is_not_a_game() -> None:
         ([[0, 3]], "not a column"),
         ([[1, 1, 1]], "full column"),
         ([[0, -1, 1]], "after its -1 padding"),
+        ([[0, 1, 0, 1, 2]], "after its game"),  # 2 in a row: the first player won at ply 3
     ]:
         padded = np.full((1, geometry.cells), -1, dtype=np.int8)
         padded[0, : len(rows[0])] = rows[0]
