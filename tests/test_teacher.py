@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +14,7 @@ import numpy as np
 import pytest
 import torch
 from sb3_contrib import MaskablePPO
-from test_train_resume import tiny
+from test_train_resume import arrays, tiny
 
 import train.teacher as train_teacher
 from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, MIDDLE_BOOK_FILE
@@ -23,6 +24,7 @@ from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, 
 from train.model import new_model
 from train.opponents import make_vec_env
 from train.teacher import (
+    TEACHER_PROGRESS_FILE,
     TeacherTensors,
     batch_losses,
     load_teacher,
@@ -139,6 +141,91 @@ def test_a_run_with_a_teacher_labels_once_and_resumes(tmp_path: Path) -> None:
     train(dataclasses.replace(config, resume=True, timesteps=512), log=logs.append)
     assert not any("labelling" in line for line in logs)
     assert not any("teaching the policy" in line for line in logs)
+
+
+def interrupt_at(line_start: str) -> Callable[[str], None]:
+    """A log that raises ``KeyboardInterrupt`` (Ctrl-C) at the first line starting so."""
+
+    def log(line: str) -> None:
+        if line.startswith(line_start):
+            raise KeyboardInterrupt
+
+    return log
+
+
+def test_interrupted_passes_go_on_to_the_same_network(
+    small_set: TeacherSet, tmp_path: Path
+) -> None:
+    data = teacher_tensors(small_set)
+    settings = {"epochs": 3, "batch_size": 32, "learning_rate": 3e-3, "seed": 4}
+    whole = small_model(tmp_path).policy
+    pretrain_policy(whole, data, **settings, log=lambda _: None, progress=tmp_path / "whole.pt")
+    progress = tmp_path / "parts.pt"
+    cut = small_model(tmp_path).policy
+    with pytest.raises(KeyboardInterrupt):  # after pass 2 is logged, before it is saved
+        pretrain_policy(
+            cut, data, **settings, log=interrupt_at("teacher epoch 2/"), progress=progress
+        )
+    assert torch.load(progress, weights_only=True)["epoch"] == 1
+    lines: list[str] = []
+    again = small_model(tmp_path).policy
+    summary = pretrain_policy(again, data, **settings, log=lines.append, progress=progress)
+    assert lines[0] == f"going on from teacher epoch 1/3 saved in {progress}"
+    assert [line.split(":")[0] for line in lines[1:]] == ["teacher epoch 2/3", "teacher epoch 3/3"]
+    assert summary["epoch"] == 3
+    assert summary["earlier_seconds"] > 0
+    for name, tensor in whole.state_dict().items():
+        assert torch.equal(tensor, again.state_dict()[name]), name
+
+
+def test_passes_saved_otherwise_are_not_reused(small_set: TeacherSet, tmp_path: Path) -> None:
+    data = teacher_tensors(small_set)
+    settings = {"epochs": 1, "batch_size": 32, "learning_rate": 3e-3, "seed": 4}
+    progress = tmp_path / "progress.pt"
+    policy = small_model(tmp_path).policy
+    pretrain_policy(policy, data, **settings, log=lambda _: None, progress=progress)
+    for changes, message in (
+        ({"settings": {"channels": 8}}, "were made with other settings; teaching from the start"),
+        ({"seed": 5}, "were made with other settings"),
+        ({"epochs": 2}, "were made with other settings"),
+    ):
+        lines: list[str] = []
+        (tmp_path / "copy.pt").write_bytes(progress.read_bytes())
+        summary = pretrain_policy(
+            small_model(tmp_path).policy,
+            data,
+            **{**settings, **changes},
+            log=lines.append,
+            progress=tmp_path / "copy.pt",
+        )
+        assert message in lines[0]
+        assert summary["earlier_seconds"] == 0
+    progress.write_bytes(b"not a torch file")
+    lines = []
+    pretrain_policy(policy, data, **settings, log=lines.append, progress=progress)
+    assert lines[0].startswith(f"cannot read the teacher passes saved in {progress}")
+    assert torch.load(progress, weights_only=True)["epoch"] == 1  # written anew
+
+
+def test_a_run_killed_while_teaching_goes_on_to_the_same_weights(tmp_path: Path) -> None:
+    changes = {"teacher_positions": 30, "teacher_epochs": 3, "teacher_replay": 2}
+    changes |= {"teacher_book": 0, "teacher_early_book": 0, "teacher_middle_book": 0}
+    whole = train(tiny(tmp_path / "whole", teacher_workers=1, **changes), log=lambda _: None)
+    out = tmp_path / "cut"
+    out.mkdir()
+    (out / "teacher.npz").write_bytes((tmp_path / "whole" / "teacher.npz").read_bytes())
+    config = tiny(out, teacher_workers=1, **changes)
+    with pytest.raises(RunInterruptedError, match=r"passes done are kept.*same command again"):
+        train(config, log=interrupt_at("teacher epoch 3/"))
+    assert (out / TEACHER_PROGRESS_FILE).is_file()
+    assert not (out / "checkpoint.zip").exists()
+    lines: list[str] = []
+    # another time limit and thread count are one session's: the passes are still reused
+    cut = train(dataclasses.replace(config, max_minutes=60, torch_threads=2), log=lines.append)
+    assert any(line.startswith("going on from teacher epoch 2/3") for line in lines)
+    assert not (out / TEACHER_PROGRESS_FILE).exists()  # the first checkpoint holds the passes
+    assert arrays(out / "final.npz") == arrays(tmp_path / "whole" / "final.npz")
+    assert cut["evaluations"] == whole["evaluations"]
 
 
 def test_presets_are_valid_configs() -> None:

@@ -11,16 +11,24 @@ copies of the early book and ``--teacher-middle-book`` copies of the middle book
 - the critic: the game value (+1 win, 0 draw, -1 loss for the mover), the value PPO's returns
   estimate.
 
-Each batch is mirrored left-right at random (the rules are symmetric). PPO then goes on from the
-taught network, with its own optimizer.
+Each batch is mirrored left-right at random (the rules are symmetric). After each pass the
+passes done so far are saved (``out/teacher_progress.pt``: weights, optimizer, schedule and the
+shuffling generator), so a run killed while teaching goes on from its last pass when the same
+command runs again, to the same network. PPO then goes on from the taught network, with its own
+optimizer.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
+import os
+import pickle
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -33,6 +41,7 @@ from train.config import TrainConfig
 
 __all__ = [
     "TEACHER_FILE",
+    "TEACHER_PROGRESS_FILE",
     "TeacherReplayCallback",
     "TeacherTensors",
     "concatenate",
@@ -44,6 +53,8 @@ __all__ = [
 
 #: the run's teacher positions, in its output directory (chunks in ``teacher/`` while labelling)
 TEACHER_FILE = "teacher.npz"
+#: the supervised passes done so far, in the run's output directory until PPO's first checkpoint
+TEACHER_PROGRESS_FILE = "teacher_progress.pt"
 #: Adam's rate for the supervised passes before PPO (cosine-decayed to zero)
 PRETRAIN_LEARNING_RATE = 2e-3
 #: minibatch of the supervised passes and of the replay
@@ -111,9 +122,18 @@ def pretrain_policy(
     seed: int,
     log: Callable[[str], None] = print,
     value_weight: float = 0.5,
+    progress: Path | None = None,
+    settings: dict[str, Any] | None = None,
 ) -> dict[str, float]:
     """Train ``policy`` on ``data`` for ``epochs`` passes (Adam, cosine-decayed rate); returns
-    the last epoch's mean losses."""
+    the last epoch's mean losses and ``earlier_seconds``, the wall seconds of passes made by
+    earlier calls.
+
+    With ``progress`` (a file path), the state after each pass is saved there (atomically), and a
+    call whose arguments, data size and ``settings`` (anything else that shapes the network, as
+    JSON) equal the saved ones goes on from the last saved pass instead of the first: the network
+    it returns is the one an uninterrupted call returns. A progress file made otherwise, or one
+    that cannot be read, is named in the log and the passes start over."""
     if len(data) == 0:
         raise ValueError("no teacher positions to learn from")
     batch_size = min(batch_size, len(data))
@@ -121,9 +141,23 @@ def pretrain_policy(
     optimizer = torch.optim.Adam(policy.parameters(), lr=learning_rate)
     steps = epochs * (len(data) // batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+    key = json.dumps(
+        [epochs, batch_size, learning_rate, seed, value_weight, len(data), settings or {}],
+        sort_keys=True,
+    )
+    done, summary, earlier_seconds = 0, {}, 0.0
+    if progress is not None and progress.is_file():
+        saved = _read_progress(progress, key, log)
+        if saved is not None:
+            policy.load_state_dict(saved["policy"])
+            optimizer.load_state_dict(saved["optimizer"])
+            schedule.load_state_dict(saved["schedule"])
+            generator.set_state(saved["generator"])
+            done, summary, earlier_seconds = saved["epoch"], saved["summary"], saved["seconds"]
+            log(f"going on from teacher epoch {done}/{epochs} saved in {progress}")
+    started = time.perf_counter()
     policy.set_training_mode(True)
-    summary: dict[str, float] = {}
-    for epoch in range(epochs):
+    for epoch in range(done, epochs):
         order = torch.randperm(len(data), generator=generator)
         flips = torch.rand(len(order) // batch_size + 1, generator=generator) < 0.5
         totals = np.zeros(2)
@@ -138,11 +172,50 @@ def pretrain_policy(
             schedule.step()
             totals += (actor.item(), critic.item())
             batches += 1
-        actor_loss, critic_loss = totals / max(batches, 1)
+        actor_loss, critic_loss = (float(mean) for mean in totals / max(batches, 1))
         summary = {"epoch": epoch + 1, "actor_loss": actor_loss, "critic_loss": critic_loss}
         log(f"teacher epoch {epoch + 1}/{epochs}: actor {actor_loss:.4f}, critic {critic_loss:.4f}")
+        if progress is not None:
+            seconds = earlier_seconds + time.perf_counter() - started
+            _write_progress(
+                progress,
+                {
+                    "key": key,
+                    "epoch": epoch + 1,
+                    "summary": summary,
+                    "seconds": seconds,
+                    "policy": policy.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "schedule": schedule.state_dict(),
+                    "generator": generator.get_state(),
+                },
+            )
     policy.set_training_mode(False)
-    return summary
+    return {**summary, "earlier_seconds": earlier_seconds}
+
+
+def _write_progress(path: Path, saved: dict[str, Any]) -> None:
+    """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it."""
+    partial = path.with_name(path.name + ".partial")
+    torch.save(saved, partial)
+    os.replace(partial, path)
+
+
+def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
+    """The passes saved in ``path`` when they were made with ``key``; otherwise ``None``, logged."""
+    try:
+        saved = torch.load(path, weights_only=True)
+        same = isinstance(saved, dict) and saved.get("key") == key
+    except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
+        log(f"cannot read the teacher passes saved in {path} ({error}); teaching from the start")
+        return None
+    if not same:
+        log(
+            f"the teacher passes saved in {path} were made with other settings; teaching from "
+            "the start"
+        )
+        return None
+    return saved
 
 
 def concatenate(parts: list[TeacherTensors]) -> TeacherTensors:

@@ -3,6 +3,8 @@
 One run lives in one output directory::
 
     config.json              the settings (``--resume`` reads them back)
+    teacher.npz, teacher/    the labelled teacher positions (and their chunks while labelling)
+    teacher_progress.pt      the supervised passes done, until the first checkpoint holds them
     checkpoint.zip, state.json   the last checkpoint: SB3 model + run state (train/state.py)
     snapshots/step_*.npz     frozen weights of the agent, the self-play pool
     tb/                      TensorBoard logs (one run, continued by ``--resume``)
@@ -16,7 +18,9 @@ at the env's next reset, so every episode is played against one opponent, whose 
 ``info["opponent"]`` carries. Files are written atomically (a temporary file, then
 ``os.replace``), so a crash, Ctrl-C or SIGTERM never leaves half a checkpoint; both signals save
 one before stopping, and ``--resume`` finishes any run that has a checkpoint, whatever point of
-training or of the final phase it stopped at.
+training or of the final phase it stopped at. A run stopped before its first checkpoint (while
+labelling or teaching) goes on when the same command runs again, from the chunks labelled and the
+passes done.
 
 The parts: :mod:`train.config` (settings), :mod:`train.state` (run state), :mod:`train.curriculum`,
 :mod:`train.opponents` (envs and opponents), :mod:`train.model` (learner, panel),
@@ -51,6 +55,7 @@ from train.state import RunState, SessionClock
 from train.teacher import (
     PRETRAIN_LEARNING_RATE,
     TEACHER_BATCH,
+    TEACHER_PROGRESS_FILE,
     TeacherReplayCallback,
     load_teacher,
     pretrain_policy,
@@ -177,7 +182,7 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     if teacher is not None and not config.resume:
         log(f"teaching the policy {config.teacher_epochs} passes over {len(teacher)} positions")
         try:
-            pretrain_policy(
+            taught = pretrain_policy(
                 model.policy,
                 teacher,
                 epochs=config.teacher_epochs,
@@ -185,19 +190,25 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
                 learning_rate=PRETRAIN_LEARNING_RATE,
                 seed=config.seed,
                 log=log,
+                progress=out / TEACHER_PROGRESS_FILE,
+                settings=teaching_settings(config),
             )
         except KeyboardInterrupt:
             close_env(env)
             raise RunInterruptedError(
                 out,
                 0,
-                f"interrupted while teaching the policy; the labelled positions are kept in "
-                f"{out / 'teacher.npz'}: run the same command again to go on",
+                f"interrupted while teaching the policy; the labelled positions and the passes "
+                f"done are kept in {out}: run the same command again to go on",
             ) from None
+        # passes made by an earlier, interrupted command count in the run's wall time
+        clock.earlier += taught["earlier_seconds"]
+        state.teacher_seconds += taught["earlier_seconds"]
     if teacher is not None:
         state.teacher_seconds += time.perf_counter() - teacher_started
         if not config.resume:
             save_checkpoint()  # --resume goes on from the taught network
+            (out / TEACHER_PROGRESS_FILE).unlink(missing_ok=True)  # the checkpoint holds it now
     remaining = config.timesteps - model.num_timesteps
     announce = None if config.progress_bar else log
     callbacks = run_callbacks(config, out, curriculum, state, clock, save_checkpoint, announce)
@@ -231,6 +242,14 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
         with _stop_signals_held():
             save_checkpoint()
         raise RunInterruptedError(out, int(model.num_timesteps)) from None
+
+
+def teaching_settings(config: TrainConfig) -> dict[str, Any]:
+    """The settings that shape the taught network: all but those of one session (where the run
+    goes, its time limit, threads and processes, progress display), so a rerun with another
+    ``--max-minutes`` still goes on from the saved supervised passes."""
+    session = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
+    return {k: v for k, v in config.to_json().items() if k not in session}
 
 
 def prepare_out(config: TrainConfig) -> Path:
