@@ -184,26 +184,29 @@ def test_passes_saved_otherwise_are_not_reused(small_set: TeacherSet, tmp_path: 
     progress = tmp_path / "progress.pt"
     policy = small_model(tmp_path).policy
     pretrain_policy(policy, data, **settings, log=lambda _: None, progress=progress)
-    for changes, message in (
-        ({"settings": {"channels": 8}}, "were made with other settings; teaching from the start"),
-        ({"seed": 5}, "were made with other settings"),
-        ({"epochs": 2}, "were made with other settings"),
+    relabelled = dataclasses.replace(data, values=-data.values)  # same size, other labels
+    for changes, other_data in (
+        ({"settings": {"channels": 8}}, data),
+        ({"seed": 5}, data),
+        ({"epochs": 2}, data),
+        ({}, relabelled),
     ):
         lines: list[str] = []
         (tmp_path / "copy.pt").write_bytes(progress.read_bytes())
         summary = pretrain_policy(
             small_model(tmp_path).policy,
-            data,
+            other_data,
             **{**settings, **changes},
             log=lines.append,
             progress=tmp_path / "copy.pt",
         )
-        assert message in lines[0]
+        assert lines[0].endswith("with other settings or positions; teaching from the start")
         assert summary["earlier_seconds"] == 0
     progress.write_bytes(b"not a torch file")
     lines = []
     pretrain_policy(policy, data, **settings, log=lines.append, progress=progress)
-    assert lines[0].startswith(f"cannot read the teacher passes saved in {progress}")
+    assert lines[0].startswith(f"cannot read the teacher passes saved in {progress} (")
+    assert lines[0].endswith("); teaching from the start")
     assert torch.load(progress, weights_only=True)["epoch"] == 1  # written anew
 
 

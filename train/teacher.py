@@ -21,6 +21,7 @@ optimizer.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import os
 import pickle
@@ -130,7 +131,7 @@ def pretrain_policy(
     earlier calls.
 
     With ``progress`` (a file path), the state after each pass is saved there (atomically), and a
-    call whose arguments, data size and ``settings`` (anything else that shapes the network, as
+    call whose arguments, data and ``settings`` (anything else that shapes the network, as
     JSON) equal the saved ones goes on from the last saved pass instead of the first: the network
     it returns is the one an uninterrupted call returns. A progress file made otherwise, or one
     that cannot be read, is named in the log and the passes start over."""
@@ -142,7 +143,7 @@ def pretrain_policy(
     steps = epochs * (len(data) // batch_size)
     schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
     key = json.dumps(
-        [epochs, batch_size, learning_rate, seed, value_weight, len(data), settings or {}],
+        [epochs, batch_size, learning_rate, seed, value_weight, _digest(data), settings or {}],
         sort_keys=True,
     )
     done, summary, earlier_seconds = 0, {}, 0.0
@@ -194,6 +195,15 @@ def pretrain_policy(
     return {**summary, "earlier_seconds": earlier_seconds}
 
 
+def _digest(data: TeacherTensors) -> str:
+    """A fingerprint of the positions and their labels (saved passes are for these only)."""
+    digest = hashlib.blake2b(digest_size=16)
+    for tensor in dataclasses.astuple(data):
+        digest.update(str(tuple(tensor.shape)).encode())
+        digest.update(tensor.contiguous().numpy().tobytes())
+    return digest.hexdigest()
+
+
 def _write_progress(path: Path, saved: dict[str, Any]) -> None:
     """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it."""
     partial = path.with_name(path.name + ".partial")
@@ -207,12 +217,13 @@ def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str
         saved = torch.load(path, weights_only=True)
         same = isinstance(saved, dict) and saved.get("key") == key
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-        log(f"cannot read the teacher passes saved in {path} ({error}); teaching from the start")
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        log(f"cannot read the teacher passes saved in {path} ({reason}); teaching from the start")
         return None
     if not same:
         log(
-            f"the teacher passes saved in {path} were made with other settings; teaching from "
-            "the start"
+            f"the teacher passes saved in {path} were made with other settings or positions; "
+            "teaching from the start"
         )
         return None
     return saved
