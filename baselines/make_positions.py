@@ -104,9 +104,8 @@ def canonical_keys(geometry: Geometry, moves: np.ndarray) -> list[tuple[int, int
     The rows are replayed together by the batched env's kernels (one call per ply over every row
     that has a move there; :mod:`connectx_gym._vector_kernels`), then mirrored and replayed again:
     200,000 rows of 6x7 in 0.9 s on a quiet machine, where a :class:`Board` per row took about a
-    minute. As with
-    :func:`canonical_key`, a column out of range, a full column or a move after the game has
-    ended is a ``ValueError``; so is a move after a row's -1 padding.
+    minute. As with :func:`canonical_key`, a column out of range, a full column or a move after
+    the game has ended is a ``ValueError``; so is a move after a row's -1 padding.
     """
     moves = np.asarray(moves)
     if moves.ndim != 2:

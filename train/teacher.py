@@ -206,9 +206,9 @@ def _digest(data: TeacherTensors) -> str:
 
 def _write_progress(path: Path, saved: dict[str, Any]) -> None:
     """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it."""
-    partial = path.with_name(path.name + ".partial")
-    torch.save(saved, partial)
-    os.replace(partial, path)
+    temporary = path.with_name(path.name + ".tmp.pt")  # as the run's other files are written
+    torch.save(saved, temporary)
+    os.replace(temporary, path)
 
 
 def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
