@@ -255,10 +255,14 @@ def test_presets_are_valid_configs() -> None:
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
-    # against minimax 4; the strong preset keeps its own stages.
+    # against minimax 4; the strong preset's alphabeta stages keep half of them there.
     assert len(default.curriculum) == 14
     assert default.curriculum[-1] == "alphabeta:max_depth=8@2+minimax:depth=4"
-    assert strong.curriculum != default.curriculum
+    assert len(strong.curriculum) == 10
+    assert strong.curriculum[-1] == "alphabeta:max_depth=8@1+minimax:depth=4"
+    # The shipped weights' seed, taught the shipped labels of seed 0 (read, not labelled).
+    assert (strong.seed, strong.teacher_seed) == (1, 0)
+    assert default.teacher_seed is None
     # Random openings of up to 4 stones in both (fewer where the board allows fewer).
     assert default.opening_plies is strong.opening_plies is None
     assert default.training_opening_plies() == strong.training_opening_plies() == 4
@@ -279,11 +283,28 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_early_book_positions", -1, "teacher_early_book_positions must be >= 0"),
         ("teacher_middle_book", -1, "teacher_middle_book must be >= 0"),
         ("teacher_middle_book_positions", -1, "teacher_middle_book_positions must be >= 0"),
+        ("teacher_seed", -1, "teacher_seed must be >= 0"),
     ],
 )
 def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(TrainConfig(), **{field: value}).validate()
+
+
+def test_the_teacher_seed_draws_the_positions_of_that_seed(tmp_path: Path) -> None:
+    def labelled(name: str, **settings: Any) -> TeacherTensors:
+        (tmp_path / name).mkdir()
+        return load_teacher(tiny_teacher_config(**settings), tmp_path / name, lambda _: None)
+
+    borrowed, seed_1 = labelled("borrowed", seed=3, teacher_seed=1), labelled("seed1", seed=1)
+    for name in ("observations", "masks", "good", "values"):
+        torch.testing.assert_close(getattr(borrowed, name), getattr(seed_1, name))
+    assert not torch.equal(borrowed.observations, labelled("seed3", seed=3).observations)
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    args = parser.parse_args(["--seed", "1", "--teacher-seed", "0"])
+    assert config_from_args(args).teacher_seed == 0
+    assert config_from_args(parser.parse_args([])).teacher_seed is None
 
 
 def test_ctrl_c_while_labelling_keeps_the_chunks_and_says_how_to_go_on(

@@ -27,7 +27,8 @@ shipped network's games against search) and ``teacher_middle_book`` copies of th
 first ``teacher_middle_book_positions`` (21 to 28 stones, the same games); ``teacher_replay``
 supervised minibatches after each rollout keep that knowledge while PPO learns. This is the run's
 only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
-With the default seed, settings and board, the labels are read from the shipped ones
+The positions come from games seeded by ``teacher_seed`` (by default ``seed``); with seed 0 and
+the default settings and board, the labels are read from the shipped ones
 (:mod:`baselines.teacher_cache`: the same positions and values, labelled once) in seconds.
 """
 
@@ -177,6 +178,14 @@ class TrainConfig:
         "teacher_labels) to teach the policy by supervised learning before PPO; 0: pure PPO, "
         "no exact scores anywhere in the run",
     )
+    teacher_seed: int | None = _field(
+        None,
+        "seed of the games the teacher positions are drawn from, so that runs of other seeds "
+        "can be taught the same positions (the shipped labels are seed 0's: read in seconds "
+        "instead of labelled)",
+        type=int,
+        default_text="--seed",
+    )
     teacher_epochs: int = _field(10, "supervised passes over the teacher positions before PPO")
     teacher_replay: int = _field(
         8,
@@ -290,6 +299,8 @@ class TrainConfig:
             )
         if self.opening_plies is not None:
             check_opening_plies(self.opening_plies, self.geometry)
+        if self.teacher_seed is not None and self.teacher_seed < 0:
+            raise ValueError(f"teacher_seed must be >= 0, got {self.teacher_seed}")
         if not self.opponent and not self.curriculum:
             raise ValueError("give at least one --opponent or curriculum stage")
         if not self.panel:
@@ -433,9 +444,14 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (the README's 30-minute run)", {}),
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
-        "against minimax up to depth 4 and itself (under 2 hours on 2 cores; resumable)",
+        "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself (1 to 2.5 hours "
+        "on 2 cores, by the CPU; resumable)",
         {
             "out": "runs/strong",
+            # seed 1 made the shipped weights, taught the shipped labels of seed 0 (read in
+            # seconds); seed 0 of the same recipe made more mistakes (docs/training/bench_agent.md)
+            "seed": 1,
+            "teacher_seed": 0,
             "timesteps": 800_000,
             "max_minutes": 115.0,
             "torch_threads": 2,
@@ -458,6 +474,9 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
             # better (docs/training/bench_agent.md)
             "teacher_middle_book": 0,
+            # then the default's alphabeta stages with half their games against minimax 4 (the
+            # default keeps a third): 0.58 against alphabeta at 50 ms on two seeds (0.47 without
+            # them), about 0.01 lower against minimax 4 (docs/training/bench_agent.md)
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",
@@ -465,6 +484,10 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
                 "minimax:depth=3",
                 "minimax:depth=4~0.25",
                 "minimax:depth=4",
+                "alphabeta:max_depth=6~0.25@1+minimax:depth=4",
+                "alphabeta:max_depth=6@1+minimax:depth=4",
+                "alphabeta:max_depth=8~0.25@1+minimax:depth=4",
+                "alphabeta:max_depth=8@1+minimax:depth=4",
             ),
             "eval_every": 250_000,
         },

@@ -258,7 +258,7 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
         teacher = make_teacher_set(
             geometry,
             config.teacher_positions,
-            config.seed,
+            config.seed if config.teacher_seed is None else config.teacher_seed,
             workers=config.teacher_workers,
             cache=out / "teacher",
             log=log,
