@@ -1,6 +1,9 @@
-"""Scripted policies whose games are known in advance, shared by the match and tournament tests."""
+"""Scripted policies whose games are known in advance, shared by the env, match and tournament
+tests."""
 
 from __future__ import annotations
+
+from typing import Any
 
 import numpy as np
 
@@ -27,3 +30,23 @@ class Illegal(Policy):
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
         return 99
+
+
+class Script(Policy):
+    """Plays the given columns in turn (cycling), whether legal or not; counts its resets."""
+
+    name = "scripted"
+
+    def __init__(self, columns: list[Any]) -> None:
+        super().__init__()
+        self.columns = list(columns)
+        self.calls = 0
+        self.resets = 0
+
+    def act(self, board: Board, rng: np.random.Generator) -> Any:
+        column = self.columns[self.calls % len(self.columns)]
+        self.calls += 1
+        return column
+
+    def reset(self) -> None:
+        self.resets += 1

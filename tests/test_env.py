@@ -1,4 +1,5 @@
-"""``ConnectX-v0``: API checks, masks and outcomes through whole games, opponents, rendering."""
+"""``ConnectX-v0``: API checks, masks and outcomes through whole games, determinism, illegal actions
+and views (its opponent: test_env_opponents.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +12,9 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 import pytest
+from scripted_policies import Column, Script
 
-import connectx_gym
-from connectx_gym import Board, Geometry, IllegalMoveError, Policy
+from connectx_gym import Board
 from connectx_gym.env import ConnectXEnv
 
 SIZES = [
@@ -28,39 +29,6 @@ SIZES = [
     (9, 9, 5),
     (10, 12, 4),
 ]
-
-
-class ScriptedPolicy(Policy):
-    """Plays the given columns in turn (cycling), whether legal or not; counts its resets."""
-
-    name = "scripted"
-
-    def __init__(self, columns: list[Any]) -> None:
-        super().__init__()
-        self.columns = list(columns)
-        self.calls = 0
-        self.resets = 0
-
-    def act(self, board: Board, rng: np.random.Generator) -> Any:
-        column = self.columns[self.calls % len(self.columns)]
-        self.calls += 1
-        return column
-
-    def reset(self) -> None:
-        self.resets += 1
-
-
-class FixedColumnPolicy(Policy):
-    """Plays ``column`` when it is legal, else the leftmost legal column."""
-
-    name = "fixed"
-
-    def __init__(self, column: int = 0) -> None:
-        super().__init__()
-        self.column = column
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        return self.column if board.can_play(self.column) else board.legal_moves()[0]
 
 
 def legal_columns(mask: np.ndarray) -> list[int]:
@@ -219,7 +187,7 @@ def test_outcomes(
     winner: int,
 ) -> None:
     rows, columns, inarow = size
-    env = ConnectXEnv(rows, columns, inarow, opponent=ScriptedPolicy(opponent), agent_mark=1)
+    env = ConnectXEnv(rows, columns, inarow, opponent=Script(opponent), agent_mark=1)
     env.reset(seed=0)
     for action in agent_actions[:-1]:
         _, step_reward, terminated, _, _ = env.step(action)
@@ -323,7 +291,7 @@ def test_agent_mark_one_starts_on_an_empty_board() -> None:
 
 
 def test_agent_mark_two_sees_the_opening_move() -> None:
-    env = ConnectXEnv(agent_mark=2, opponent=FixedColumnPolicy(5))
+    env = ConnectXEnv(agent_mark=2, opponent=Column(5))
     obs, info = env.reset(seed=3)
     assert info["opponent_action"] == 5
     assert info["agent_mark"] == 2
@@ -337,7 +305,7 @@ def test_reset_options() -> None:
     env = ConnectXEnv(agent_mark=1)
     assert env.reset(options={"agent_mark": 2})[1]["agent_mark"] == 2
     assert env.reset()[1]["agent_mark"] == 1  # options last one episode
-    _, info = env.reset(options={"opponent": FixedColumnPolicy(3), "agent_mark": 2})
+    _, info = env.reset(options={"opponent": Column(3), "agent_mark": 2})
     assert info["opponent_action"] == 3
     with pytest.raises(ValueError, match="agent_mark"):
         env.reset(options={"agent_mark": 3})
@@ -367,7 +335,7 @@ def test_constructor_rejects_bad_arguments(kwargs: dict[str, Any], error: type[E
 
 
 def test_illegal_action_lose() -> None:
-    env = ConnectXEnv(2, 3, 3, opponent=ScriptedPolicy([0]), agent_mark=1)
+    env = ConnectXEnv(2, 3, 3, opponent=Script([0]), agent_mark=1)
     obs, _ = env.reset(seed=0)
     obs, _, _, _, info = env.step(0)  # the opponent answers 0: column 0 is full
     assert info["action_mask"].tolist() == [0, 1, 1]
@@ -400,7 +368,7 @@ def test_illegal_action_lose_off_the_board(action: Any) -> None:
     ],
 )
 def test_illegal_action_raise_names_column_and_legal_ones(action: Any, message: str) -> None:
-    env = ConnectXEnv(2, 3, 3, opponent=FixedColumnPolicy(0), agent_mark=1, illegal_action="raise")
+    env = ConnectXEnv(2, 3, 3, opponent=Column(0), agent_mark=1, illegal_action="raise")
     env.reset(seed=0)
     obs, *_ = env.step(0)
     with pytest.raises(ValueError, match=message):
@@ -420,164 +388,25 @@ def test_non_integer_actions_are_type_errors(action: Any) -> None:
         env.step(action)
 
 
-# -- opponents ------------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def fixed_policy_registered(monkeypatch: pytest.MonkeyPatch) -> str:
-    """``"fixed"`` registered, with a ``column`` parameter, for this test only."""
-    from connectx_gym import registry
-
-    monkeypatch.setattr(registry, "_registry", dict(registry._registry))
-    connectx_gym.register_policy("fixed", FixedColumnPolicy, column=0)
-    return "fixed"
-
-
-def opponent_columns(env: gym.Env, steps: int, seed: int = 0) -> list[int]:
-    _, info = env.reset(seed=seed)
-    columns = []
-    for _ in range(steps):
-        action = legal_columns(info["action_mask"])[-1]
-        _, _, terminated, _, info = env.step(action)
-        columns.append(info["opponent_action"])
-        if terminated:
-            break
-    return columns
-
-
-def test_opponent_spec_with_parameters(fixed_policy_registered: str) -> None:
-    env = gym.make("ConnectX-v0", opponent="fixed:column=2", agent_mark=1)
-    assert isinstance(env.unwrapped.opponent, FixedColumnPolicy)
-    assert env.unwrapped.opponent.column == 2
-    assert opponent_columns(env, 3) == [2, 2, 2]
-    env = gym.make("ConnectX-v0", opponent="fixed", agent_mark=1)
-    assert opponent_columns(env, 1) == [0]
-
-
-def test_opponent_policy_object_is_reset_each_episode() -> None:
-    opponent = ScriptedPolicy([4, 5])
-    env = ConnectXEnv(opponent=opponent, agent_mark=1)
-    assert opponent_columns(env, 3) == [4, 5, 4]
-    assert env.opponent is opponent
-    assert opponent.resets == 1
-    env.reset()
-    assert opponent.resets == 2
-
-
-def test_opponent_kaggle_callable_attribute_and_key_access() -> None:
-    seen: list[tuple[Any, Any]] = []
-
-    def attribute_agent(obs: Any, config: Any) -> int:
-        seen.append((obs, config))
-        assert obs.board == obs["board"]
-        assert (config.rows, config.columns, config.inarow) == (5, 6, 4)
-        return next(c for c in range(config.columns) if obs.board[c] == 0)
-
-    def key_agent(obs: Any, config: Any) -> int:
-        seen.append((obs, config))
-        assert (config["rows"], config["columns"], config["inarow"]) == (5, 6, 4)
-        return [c for c in range(config["columns"]) if obs["board"][c] == 0][-1]
-
-    for agent, column in ((attribute_agent, 0), (key_agent, 5)):
-        seen.clear()
-        env = ConnectXEnv(5, 6, 4, opponent=agent, agent_mark=2)
-        _, info = env.reset(seed=0)
-        assert info["opponent_action"] == column
-        obs, _ = seen[0]
-        assert obs.mark == obs["mark"] == 1
-        assert obs.board == [0] * 30
-        _, _, _, _, info = env.step(2)
-        obs, _ = seen[1]
-        assert obs.mark == 1
-        expected = Board.from_moves(Geometry(5, 6, 4), [column, 2])
-        assert obs.board == expected.to_kaggle()
-        assert info["opponent_action"] == column
-
-
-@pytest.mark.parametrize(
-    ("answer", "message"),
-    [
-        (0, r"illegal column 0; legal columns are \[1, 2, 3\]"),
-        (4, r"illegal column 4; legal columns are \[1, 2, 3\]"),
-        (-1, r"illegal column -1"),
-        ("2", r"answered '2', not a column"),
-        (1.5, r"answered 1.5, not a column"),
-        (None, r"answered None, not a column"),
-        (True, r"answered True, not a column"),
-    ],
-)
-@pytest.mark.parametrize("kind", ["callable", "policy"])
-def test_opponent_illegal_answers_raise_naming_them(answer: Any, message: str, kind: str) -> None:
-    if kind == "callable":
-        opponent: Any = lambda obs, config: answer  # noqa: E731
-    else:
-        opponent = ScriptedPolicy([answer])
-    env = ConnectXEnv(1, 4, 4, opponent=opponent, agent_mark=1)
-    env.reset(seed=0)
-    with pytest.raises(IllegalMoveError, match=message):
-        env.step(0)
-    assert issubclass(IllegalMoveError, ValueError)
-    with pytest.raises(RuntimeError):
-        env.step(1)  # the episode is over: no silent substitute move
-
-
-def test_opponent_illegal_first_move_raises_at_reset() -> None:
-    env = ConnectXEnv(opponent=ScriptedPolicy([7]), agent_mark=2)
-    with pytest.raises(IllegalMoveError, match="column 7"):
-        env.reset(seed=0)
-
-
-def test_opponent_numpy_integer_answers_are_accepted() -> None:
-    env = ConnectXEnv(opponent=ScriptedPolicy([np.int64(3), np.int32(4)]), agent_mark=1)
-    assert opponent_columns(env, 2) == [3, 4]
-
-
-def test_set_opponent_takes_effect_at_the_next_reset() -> None:
-    env = ConnectXEnv(opponent=FixedColumnPolicy(1), agent_mark=1)
-    _, info = env.reset(seed=0)
-    _, _, _, _, info = env.step(6)
-    assert info["opponent_action"] == 1
-    env.set_opponent(FixedColumnPolicy(4))  # mid-game: this game ends against the old one
-    _, _, _, _, info = env.step(6)
-    assert info["opponent_action"] == 1
-    env.reset()
-    assert isinstance(env.opponent, FixedColumnPolicy)
-    assert env.opponent.column == 4
-    _, _, _, _, info = env.step(6)
-    assert info["opponent_action"] == 4
-    env.set_opponent("random")
-    env.reset(options={"opponent": FixedColumnPolicy(2)})  # the reset option wins
-    assert env.step(6)[4]["opponent_action"] == 2
-
-
-def test_set_opponent_between_games_is_immediate() -> None:
-    env = ConnectXEnv(agent_mark=1)
-    env.set_opponent(FixedColumnPolicy(3))
-    assert env.opponent.column == 3
-    env.reset(seed=0)
-    assert env.step(0)[4]["opponent_action"] == 3
-    with pytest.raises(ValueError, match="unknown policy"):
-        env.set_opponent("randm")
-
-
 # -- views ----------------------------------------------------------------------------------------
 
 
 def test_kaggle_observation_exact_format() -> None:
-    env = ConnectXEnv(3, 4, 3, opponent=FixedColumnPolicy(1), agent_mark=2)
+    env = ConnectXEnv(3, 4, 3, opponent=Column(1), agent_mark=2)
     env.reset(seed=0)
     env.step(1)
     env.step(3)
     kaggle = env.kaggle_observation()
     assert set(kaggle) == {"board", "mark"}
-    assert kaggle == {"board": [0, 1, 0, 0, 0, 2, 0, 0, 1, 1, 0, 2], "mark": 2}
+    # Column 1 is full after three stones, so the opponent's third goes to its right (column 2).
+    assert kaggle == {"board": [0, 1, 0, 0, 0, 2, 0, 0, 0, 1, 1, 2], "mark": 2}
     assert kaggle.mark == 2
     assert all(type(v) is int for v in kaggle["board"])
     assert type(kaggle["mark"]) is int
 
 
 def test_returned_arrays_are_copies() -> None:
-    env = ConnectXEnv(opponent=FixedColumnPolicy(0), agent_mark=1)
+    env = ConnectXEnv(opponent=Column(0), agent_mark=1)
     obs, info = env.reset(seed=0)
     obs[:] = 1
     info["action_mask"][:] = 0
@@ -597,7 +426,7 @@ def test_returned_arrays_are_copies() -> None:
 
 
 def test_render_ansi() -> None:
-    env = ConnectXEnv(3, 4, 3, opponent=FixedColumnPolicy(1), agent_mark=1, render_mode="ansi")
+    env = ConnectXEnv(3, 4, 3, opponent=Column(1), agent_mark=1, render_mode="ansi")
     env.reset(seed=0)
     env.step(1)
     text = env.render()
@@ -611,7 +440,7 @@ def test_render_ansi() -> None:
 
 
 def test_render_rgb_array() -> None:
-    env = ConnectXEnv(3, 4, 3, opponent=FixedColumnPolicy(1), agent_mark=1, render_mode="rgb_array")
+    env = ConnectXEnv(3, 4, 3, opponent=Column(1), agent_mark=1, render_mode="rgb_array")
     env.reset(seed=0)
     env.step(0)
     image = env.render()
