@@ -134,6 +134,7 @@ def test_a_run_with_a_teacher_labels_once_and_resumes(tmp_path: Path) -> None:
     assert report["perfect_play"]["split"] == "test"
     assert 0 <= report["perfect_play"]["overall"]["mistake_rate"] <= 1
     assert "Against perfect play" in (out / "report.md").read_text()
+    assert f"in a row; seed {config.seed};" in (out / "report.md").read_text()
     state = json.loads((out / "state.json").read_text())
     assert all("mistake_rate" in e for e in state["evaluations"])
     # More steps on --resume: the cached labels are read back, not labelled again.

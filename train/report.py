@@ -13,6 +13,12 @@ __all__ = ["markdown_report", "plot_learning_curves", "write_report"]
 def markdown_report(report: dict[str, Any]) -> str:
     """The report as markdown: panel table with 95% intervals, run facts, opponent timings."""
     config = report["config"]
+    teacher_seed = config.get("teacher_seed")
+    seed = f"seed {config['seed']}" + (
+        f" (teacher positions of seed {teacher_seed})"
+        if teacher_seed is not None and teacher_seed != config["seed"]
+        else ""
+    )
     lines = [
         "# connectx train report",
         "",
@@ -21,8 +27,8 @@ def markdown_report(report: dict[str, Any]) -> str:
         f"PPO {report['training_seconds']:.0f} s ({report['steps_per_second']:.0f} steps/s), "
         f"periodic evaluation {report['periodic_eval_seconds']:.0f} s, "
         f"final panel {report['final_eval_seconds']:.0f} s",
-        f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; seed "
-        f"{config['seed']}; {config['n_envs']} envs ({config['vec_env']}); network products in "
+        f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; {seed}; "
+        f"{config['n_envs']} envs ({config['vec_env']}); network products in "
         f"{'bfloat16' if report.get('bf16') else 'float32'} (--precision "
         f"{config.get('precision', 'fp32')})",
         f"- curriculum reached stage {report['final_stage']}: "
