@@ -23,6 +23,7 @@ from connectx_gym.bitboard import Geometry
 from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
 from train.model import new_model
 from train.opponents import make_vec_env
+from train.report import markdown_report
 from train.teacher import (
     TEACHER_PROGRESS_FILE,
     TeacherTensors,
@@ -135,6 +136,11 @@ def test_a_run_with_a_teacher_labels_once_and_resumes(tmp_path: Path) -> None:
     assert 0 <= report["perfect_play"]["overall"]["mistake_rate"] <= 1
     assert "Against perfect play" in (out / "report.md").read_text()
     assert f"in a row; seed {config.seed};" in (out / "report.md").read_text()
+    # A run taught another seed's positions says so on the same line.
+    saved = json.loads((out / "report.json").read_text())
+    saved["config"]["teacher_seed"] = config.seed + 1
+    named = f"seed {config.seed} (teacher positions of seed {config.seed + 1});"
+    assert named in markdown_report(saved)
     state = json.loads((out / "state.json").read_text())
     assert all("mistake_rate" in e for e in state["evaluations"])
     # More steps on --resume: the cached labels are read back, not labelled again.
