@@ -18,6 +18,7 @@ from child_signals import default_signal_dispositions
 
 pytest.importorskip("sb3_contrib")
 
+from connectx_gym.files import load_weights
 from connectx_gym.match import play_match
 from connectx_gym.tournament import run_tournament
 
@@ -96,7 +97,9 @@ def interrupt_run(out: Path, number: signal.Signals) -> int:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("run") / "ppo"
-    process = connectx("train", "--timesteps", "3000", "--out", str(out), *SMALL)
+    process = connectx(
+        "train", "--timesteps", "3000", "--out", str(out), "--average-weights", "3", *SMALL
+    )
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
@@ -131,6 +134,27 @@ def test_run_writes_everything(finished_run: Path) -> None:
     assert list(out.glob("snapshots/step_*.npz"))
     assert [p.name for p in (out / "tb").iterdir()] == ["ppo_1"]
     assert "| random |" in (out / "report.md").read_text()
+
+
+@pytest.mark.filterwarnings("ignore:loading an SB3 .zip model")  # our own run's model
+def test_play_weights_are_the_mean_of_the_last_weights_and_two_snapshots(
+    finished_run: Path,
+) -> None:
+    from train.averaging import averaged_weights
+    from train.sb3_files import weights_from_sb3
+
+    report = json.loads((finished_run / "report.json").read_text())
+    # 3,072 steps (12 rollouts of 256), a snapshot every 512: the last one, 3,072, is the last
+    # weights themselves; the two before it are averaged with them
+    assert report["timesteps"] == 3072
+    assert report["averaged_snapshots"] == [2560, 2048]
+    snapshots = [finished_run / f"snapshots/step_{step:09d}.npz" for step in (2560, 2048)]
+    last = weights_from_sb3(finished_run / "final.zip")
+    expected = averaged_weights(last, snapshots)
+    played = load_weights(finished_run / "final.npz")
+    assert all(np.array_equal(played.params[n], expected.params[n]) for n in expected.params)
+    assert not np.array_equal(played.params["stem.weight"], last.params["stem.weight"])
+    assert "snapshots of steps 2,560, 2,048" in (finished_run / "report.md").read_text()
 
 
 def test_model_is_an_opponent_spec_everywhere(finished_run: Path) -> None:

@@ -15,6 +15,7 @@ from typing import Any
 from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import save_weights
+from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
 from train.config import TrainConfig
 from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
 from train.report import write_report
@@ -32,11 +33,23 @@ def finish(
     timing: dict[str, Any],
     log: Callable[[str], None],
 ) -> dict[str, Any]:
-    """Save ``final.zip`` and ``final.npz``, play the final panel (or reuse the one saved in
-    ``state``), write the report and the plot; returns the report."""
+    """Save ``final.zip`` (the last weights) and ``final.npz`` (the play weights: the last ones,
+    or their mean with snapshots, :mod:`train.averaging`), play the final panel with the play
+    weights (or reuse the one saved in ``state``), write the report and the plot; returns the
+    report."""
     geometry = config.geometry
     save_model(model, out / "final.zip")
     weights = model_weights(model, geometry)
+    averaged = snapshots_to_average(
+        out / "snapshots", model.num_timesteps, config.snapshot_every, config.average_weights - 1
+    )
+    if config.average_weights > 1:
+        weights = averaged_weights(weights, averaged)
+        steps = ", ".join(f"{snapshot_step(path):,}" for path in averaged) or "none found"
+        log(
+            f"play weights: the mean of the last ones and {len(averaged)} of "
+            f"{config.average_weights - 1} snapshots (steps {steps})"
+        )
     save_weights(weights, out / "final.npz")
     clock.update()
     log(
@@ -77,6 +90,9 @@ def finish(
         "periodic_eval_seconds": state.eval_seconds,
         "final_eval_seconds": panel["seconds"],
         "steps_per_second": model.num_timesteps / training_seconds,
+        "averaged_snapshots": [snapshot_step(path) for path in averaged]
+        if config.average_weights > 1
+        else [],
         "curriculum": state.curriculum_history,
         "final_stage": state.stage,
         "panel": panel["results"],

@@ -36,6 +36,14 @@ def markdown_report(report: dict[str, Any]) -> str:
             f"{'+'.join(h['opponents'])} @ {h['timestep']:,}" for h in report["curriculum"]
         ),
     ]
+    if config.get("average_weights", 1) > 1:
+        steps = report.get("averaged_snapshots", [])
+        lines.append(
+            f"- play weights (final.npz, the panel below): the mean of the last weights and the "
+            f"snapshots of steps {', '.join(f'{step:,}' for step in steps)}"
+            if steps
+            else "- play weights: the last weights (no snapshot to average with)"
+        )
     if report.get("stopped_by_time_limit"):
         lines.append(f"- stopped by the time limit (--max-minutes {config['max_minutes']})")
     lines += [

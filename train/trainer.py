@@ -246,10 +246,10 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
 
 def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     """The settings that shape the taught network: all but those of one session (where the run
-    goes, its time limit, threads and processes, progress display), so a rerun with another
-    ``--max-minutes`` still goes on from the saved supervised passes."""
+    goes, its time limit, threads and processes, progress display) and the averaging at its end,
+    so a rerun with another ``--max-minutes`` still goes on from the saved supervised passes."""
     session = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
-    return {k: v for k, v in config.to_json().items() if k not in session}
+    return {k: v for k, v in config.to_json().items() if k not in session | {"average_weights"}}
 
 
 def prepare_out(config: TrainConfig) -> Path:
