@@ -147,6 +147,25 @@ def test_resume_goes_past_a_finished_target_when_asked(finished: tuple[Path, dic
     assert state["timesteps"] == longer["timesteps"]
 
 
+def test_resume_with_averaging_replays_the_panel_with_the_averaged_weights(
+    finished: tuple[Path, dict],
+) -> None:
+    out, report = finished
+    last = arrays(out / "final.npz")
+    assert report["averaged_snapshots"] == []
+    lines: list[str] = []
+    averaged = train(dataclasses.replace(tiny(out), resume=True, average_weights=3), lines.append)
+    # snapshots at 128, 256 and 384 steps; the one at the end (384) is the last weights
+    assert averaged["averaged_snapshots"] == [256, 128]
+    assert arrays(out / "final.npz") != last
+    assert not any("reusing" in line for line in lines)
+    state = json.loads((out / "state.json").read_text())
+    assert state["final_panel"]["averaged_snapshots"] == [256, 128]
+    lines.clear()
+    train(dataclasses.replace(tiny(out), resume=True, average_weights=3), lines.append)
+    assert any("reusing" in line for line in lines)
+
+
 @pytest.mark.parametrize(
     ("state_text", "checkpoint", "message"),
     [

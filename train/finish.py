@@ -43,9 +43,10 @@ def finish(
     averaged = snapshots_to_average(
         out / "snapshots", model.num_timesteps, config.snapshot_every, config.average_weights - 1
     )
+    averaged_steps = [snapshot_step(path) for path in averaged]
     if config.average_weights > 1:
         weights = averaged_weights(weights, averaged)
-        steps = ", ".join(f"{snapshot_step(path):,}" for path in averaged) or "none found"
+        steps = ", ".join(f"{step:,}" for step in averaged_steps) or "none found"
         log(
             f"play weights: the mean of the last ones and {len(averaged)} of "
             f"{config.average_weights - 1} snapshots (steps {steps})"
@@ -61,6 +62,8 @@ def finish(
         panel is None
         or panel["games"] != config.final_games
         or list(panel["results"]) != list(config.panel)
+        # other play weights (a resume with another --average-weights): play it again
+        or panel.get("averaged_snapshots", []) != averaged_steps
     ):
         started = time.perf_counter()
         results = evaluate_panel(weights, config.panel, config.final_games, config.seed + 2)
@@ -69,6 +72,7 @@ def finish(
             "results": results,
             "perfect_play": perfect_play_rates(weights, "test"),
             "seconds": time.perf_counter() - started,
+            "averaged_snapshots": averaged_steps,
         }
         state.final_panel = panel
         clock.update()
@@ -90,9 +94,7 @@ def finish(
         "periodic_eval_seconds": state.eval_seconds,
         "final_eval_seconds": panel["seconds"],
         "steps_per_second": model.num_timesteps / training_seconds,
-        "averaged_snapshots": [snapshot_step(path) for path in averaged]
-        if config.average_weights > 1
-        else [],
+        "averaged_snapshots": averaged_steps,
         "curriculum": state.curriculum_history,
         "final_stage": state.stage,
         "panel": panel["results"],

@@ -179,6 +179,8 @@ def _final_panel_ok(panel: dict[str, Any]) -> bool:
         isinstance(panel.get("results"), dict)
         and isinstance(panel.get("games"), int)
         and isinstance(panel.get("seconds"), int | float)
+        and isinstance(panel.get("averaged_snapshots", []), list)
+        and all(isinstance(step, int) for step in panel.get("averaged_snapshots", []))
     )
 
 
