@@ -254,7 +254,10 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     if path.is_file():
         teacher = TeacherSet.load(path)
     else:
-        log(f"labelling {config.teacher_positions} teacher positions with the exact solver")
+        log(
+            f"teacher set: {config.teacher_positions} positions, labelled by the exact solver or "
+            "read from the shipped labels where they hold them"
+        )
         teacher = make_teacher_set(
             geometry,
             config.teacher_positions,
