@@ -452,8 +452,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (the README's 30-minute run)", {}),
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
-        "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself (1 to 2.5 hours "
-        "on 2 cores, by the CPU; resumable)",
+        "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, its last two "
+        "weights averaged (1 to 2.5 hours on 2 cores, by the CPU; resumable)",
         {
             "out": "runs/strong",
             # seed 1 made the shipped weights, taught the shipped labels of seed 0 (read in
