@@ -44,6 +44,7 @@ from typing import Any
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
+from train.presets import PRESETS
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
@@ -445,66 +446,4 @@ ADDED_LATER: dict[str, Any] = {
     "teacher_early_book": 0,
     "teacher_middle_book": 0,
     "opening_plies": 0,
-}
-
-#: ``--preset`` names: (description, the settings that differ from the defaults).
-PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "default": ("the defaults (the README's 30-minute run)", {}),
-    "strong": (
-        "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
-        "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, its last two "
-        "weights averaged (1 to 2.5 hours on 2 cores, by the CPU; resumable)",
-        {
-            "out": "runs/strong",
-            # seed 1 made the shipped weights, taught the shipped labels of seed 0 (read in
-            # seconds); seed 0 of the same recipe missed a criterion fixed before its run (4.3%
-            # mistakes against 3.9%; docs/training/bench_agent.md)
-            "seed": 1,
-            "teacher_seed": 0,
-            "timesteps": 800_000,
-            "max_minutes": 115.0,
-            "torch_threads": 2,
-            # 96 channels and 3 blocks (was 64 and 2): its final weights beat the smaller run's in
-            # every load-independent match, at 0.66 ms per move (docs/training/bench_agent.md)
-            "channels": 96,
-            "blocks": 3,
-            "teacher_positions": 200_000,
-            "teacher_epochs": 10,
-            "teacher_replay": 8,
-            # 3 copies of the whole book (4,835 positions): about 7% of the set, where labels
-            # cost most (8 copies, 16%, did no better: docs/training/bench_agent.md)
-            "teacher_book": 3,
-            "teacher_book_positions": 0,
-            # the early book's first 27,278 positions (12-20 stones from ppo's games against
-            # search, once): fewer mistakes and better against minimax 4 and 5 and alphabeta
-            # depth 8 than without it; the book's second round (44,450 in all) did no better
-            # (docs/training/bench_agent.md), so the preset keeps the part that made ppo
-            "teacher_early_book_positions": 27_278,
-            # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
-            # better (docs/training/bench_agent.md)
-            "teacher_middle_book": 0,
-            # then the default's alphabeta stages with half their games against minimax 4 (the
-            # default keeps a third): 0.58 against alphabeta at 50 ms on two seeds (0.47 without
-            # them), about 0.01 lower against minimax 4 (docs/training/bench_agent.md)
-            "curriculum": (
-                "onestep",
-                "minimax:depth=2",
-                "minimax:depth=3~0.25",
-                "minimax:depth=3",
-                "minimax:depth=4~0.25",
-                "minimax:depth=4",
-                "alphabeta:max_depth=6~0.25@1+minimax:depth=4",
-                "alphabeta:max_depth=6@1+minimax:depth=4",
-                "alphabeta:max_depth=8~0.25@1+minimax:depth=4",
-                "alphabeta:max_depth=8@1+minimax:depth=4",
-            ),
-            # the play weights are the mean of the last ones and the snapshot 50,000 steps before:
-            # for the shipped seed 3.3% mistakes against 3.9%, 0.953 against 0.943 against
-            # minimax 4, 0.601 against 0.568 at 50 ms in one benchmark run; over the recipe's
-            # three seeds higher against minimax 4 and alphabeta at 50 ms on the test seeds, not
-            # on the development ones (docs/training/bench_agent.md)
-            "average_weights": 2,
-            "eval_every": 250_000,
-        },
-    ),
 }
