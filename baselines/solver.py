@@ -231,6 +231,31 @@ class Solver:
             best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
         return self._keeps(board, column, best, limits)
 
+    def keeps_value(
+        self,
+        board: Board,
+        column: int,
+        best: int | None = None,
+        *,
+        node_limit: int | None = None,
+        time_limit: float | None = None,
+    ) -> bool:
+        """True when playing ``column`` keeps the game value (win, draw or loss) of ``board``,
+        whose best exact score is ``best`` (solved first when not given): the move is not a
+        *mistake*. One weak search of the child (the null window around a draw)."""
+        limits = self._limits(node_limit, time_limit)
+        self._check(board)
+        if not board.can_play(column) or board.is_full():
+            raise ValueError(f"column {column} is not a legal move on this board")
+        g = board.geometry
+        if best is None:
+            best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        if board.is_winning_move(column):
+            return True
+        child = board.play(column)
+        value = -self._search(child.current, child.mask, child.moves, -1, 1, limits)
+        return bool(np.sign(value) == np.sign(best))
+
     # -- internals ----------------------------------------------------------------------------
     def _limits(self, node_limit: int | None, time_limit: float | None) -> _Limits:
         if node_limit is not None:

@@ -206,6 +206,29 @@ def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
     assert 0 <= overall["mistakes"] <= overall["positions"]
 
 
+def test_accuracy_on_a_pons_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from baselines.solver import solve
+    from connectx_gym import Board, Geometry
+
+    # Pons' format (1-indexed columns, then the side to move's score), scored by our solver
+    lines = []
+    for moves in ("44455554221", "3333444", "1234567712345"):
+        board = Board.from_moves(Geometry(), [int(c) - 1 for c in moves])
+        lines.append(f"{moves} {solve(board)}")
+    pons = tmp_path / "Test_tiny"
+    pons.write_text("\n".join(lines) + "\n")
+    code, out, err = run(capsys, "accuracy", "solver", "--pons", str(pons), "--json")
+    assert code == 0, err
+    result = json.loads(out)
+    assert (result["positions"], result["correct"], result["mistakes"]) == (3, 3, 0)
+    assert result["mistake_rate"] == 0
+    assert result["mistake_ci95"][0] == 0
+    code, out, err = run(capsys, "accuracy", "random", "--pons", str(pons))
+    assert code == 0, err
+    assert "lose the game value" in out
+    assert "keep the best score" in out
+
+
 def test_help_lists_every_command_without_importing_any() -> None:
     from connectx_gym.cli import COMMANDS
 

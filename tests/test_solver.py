@@ -145,6 +145,11 @@ def test_move_scores_match_exhaustive_search(seed: int, shape: tuple[int, int, i
     best, columns = best_moves(board)
     assert best == np.nanmax(expected)
     assert columns == [int(c) for c in np.flatnonzero(expected == best)]
+    solver = get_solver(geometry)
+    for column in board.legal_moves():  # a mistake: a move of a worse sign than the best
+        keeps = bool(np.sign(expected[column]) == np.sign(best))
+        assert solver.keeps_value(board, column) == keeps
+        assert solver.keeps_value(board, column, best) == keeps
 
 
 def test_win_scores_follow_pons_convention() -> None:
@@ -362,12 +367,24 @@ def test_move_accuracy_of_solver_and_random_on_own_games() -> None:
         kept += column in best_moves(board)[1]
     assert random_result.correct == kept
     assert random_result.low <= random_result.accuracy <= random_result.high
+    assert perfect.mistakes == 0
+    # Mistakes by hand: the move's exact score has a worse sign than the best one's.
+    rng = np.random.default_rng(1)
+    lost = 0
+    for board in positions:
+        scores = move_scores(board)
+        lost += np.sign(scores[policy.act(board, rng)]) < np.sign(np.nanmax(scores))
+    assert random_result.mistakes == lost > 0
+    assert random_result.mistakes <= random_result.positions - random_result.correct
+    low, high = random_result.mistake_ci
+    assert low <= random_result.mistake_rate <= high
+    assert "lose the game value" in str(random_result)
 
 
 def test_move_accuracy_on_pons_positions_and_limits(pons_dir) -> None:
     positions = load_pons(pons_dir / "Test_L3_R1", limit=20)
     result = move_accuracy("solver", positions, seed=0)
-    assert (result.positions, result.correct, result.unsolved) == (20, 20, 0)
+    assert (result.positions, result.correct, result.unsolved, result.mistakes) == (20, 20, 0, 0)
     hard = [PonsPosition("", Board.from_moves(Geometry(), [3]), -1)]
     unsolved = move_accuracy("onestep", hard, node_limit=100)
     assert (unsolved.positions, unsolved.unsolved) == (0, 1)

@@ -3,8 +3,9 @@
 By default on the shipped labelled positions (:mod:`baselines.perfect_play`, test split): the
 mistake rate (moves that lose game value) and the perfect-move rate, per phase, with 95%
 intervals. ``--pons FILE`` reads one of Pascal Pons' benchmark files instead and reports the share
-of moves that keep the best exact score. ``--ray [ADDRESS]`` answers the labelled positions on Ray
-(every position draws from its own seed, so the result is the local run's).
+of moves that keep the best exact score and the mistake rate. ``--ray [ADDRESS]`` answers the
+labelled positions on Ray (every position draws from its own seed, so the result is the local
+run's).
 """
 
 from __future__ import annotations
@@ -80,6 +81,9 @@ def _pons(args: argparse.Namespace) -> int:
             "unsolved": result.unsolved,
             "accuracy": result.accuracy,
             "ci95": [result.low, result.high],
+            "mistakes": result.mistakes,
+            "mistake_rate": result.mistake_rate,
+            "mistake_ci95": list(result.mistake_ci),
         }
         print(json.dumps(summary))
     else:
