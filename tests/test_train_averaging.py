@@ -114,9 +114,13 @@ def test_report_names_the_averaged_snapshots() -> None:
         "final_stage": 0,
         "panel": {},
         "averaged_snapshots": [900, 800],
-        "timing": {"opponent_share_of_wall": 0.1, "opponent_seconds": 5, "env_seconds": 10},
+        "timing": {
+            "opponent_share_of_wall": 0.1,
+            "opponent_seconds": 5,
+            "env_seconds": 10,
+            "opponents": {},
+        },
     }
-    report["timing"]["opponents"] = {}
     text = markdown_report(report)
     assert "the mean of the last weights and the snapshots of steps 900, 800" in text
     assert "no snapshot to average" in markdown_report({**report, "averaged_snapshots": []})
