@@ -223,12 +223,7 @@ class Solver:
         """True when playing ``column`` keeps the best exact score ``best`` of ``board``
         (solved first when not given)."""
         limits = self._limits(node_limit, time_limit)
-        self._check(board)
-        if not board.can_play(column) or board.is_full():
-            raise ValueError(f"column {column} is not a legal move on this board")
-        g = board.geometry
-        if best is None:
-            best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        best = self._best_before(board, column, best, limits)
         return self._keeps(board, column, best, limits)
 
     def keeps_value(
@@ -244,12 +239,7 @@ class Solver:
         whose best exact score is ``best`` (solved first when not given): the move is not a
         *mistake*. One weak search of the child (the null window around a draw)."""
         limits = self._limits(node_limit, time_limit)
-        self._check(board)
-        if not board.can_play(column) or board.is_full():
-            raise ValueError(f"column {column} is not a legal move on this board")
-        g = board.geometry
-        if best is None:
-            best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        best = self._best_before(board, column, best, limits)
         if board.is_winning_move(column):
             return True
         child = board.play(column)
@@ -257,6 +247,17 @@ class Solver:
         return bool(np.sign(value) == np.sign(best))
 
     # -- internals ----------------------------------------------------------------------------
+    def _best_before(self, board: Board, column: int, best: int | None, limits: _Limits) -> int:
+        """``best``, or the exact score of ``board`` solved when not given, once ``column`` is
+        checked to be a legal move."""
+        self._check(board)
+        if not board.can_play(column) or board.is_full():
+            raise ValueError(f"column {column} is not a legal move on this board")
+        if best is None:
+            g = board.geometry
+            best = self._search(board.current, board.mask, board.moves, -g.cells, g.cells, limits)
+        return best
+
     def _limits(self, node_limit: int | None, time_limit: float | None) -> _Limits:
         if node_limit is not None:
             node_limit = require_node_limit("node_limit", node_limit)
