@@ -37,11 +37,8 @@ def snapshots_to_average(directory: Path, end: int, every: int, count: int) -> l
     or earlier, newest first (fewer when the run has fewer)."""
     if count <= 0 or not directory.is_dir():
         return []
-    taken = [
-        (snapshot_step(path), path)
-        for path in directory.iterdir()
-        if _SNAPSHOT.fullmatch(path.name) and snapshot_step(path) <= end - every / 2
-    ]
+    matches = ((_SNAPSHOT.fullmatch(path.name), path) for path in directory.iterdir())
+    taken = [(int(m[1]), path) for m, path in matches if m and int(m[1]) <= end - every / 2]
     return [path for _, path in sorted(taken, reverse=True)[:count]]
 
 

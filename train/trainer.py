@@ -248,8 +248,9 @@ def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     """The settings that shape the taught network: all but those of one session (where the run
     goes, its time limit, threads and processes, progress display) and the averaging at its end,
     so a rerun with another ``--max-minutes`` still goes on from the saved supervised passes."""
-    session = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
-    return {k: v for k, v in config.to_json().items() if k not in session | {"average_weights"}}
+    left_out = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
+    left_out.add("average_weights")  # applies after training, not to the taught network
+    return {k: v for k, v in config.to_json().items() if k not in left_out}
 
 
 def prepare_out(config: TrainConfig) -> Path:
