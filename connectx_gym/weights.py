@@ -1,8 +1,9 @@
-"""The weights-only network format and its numpy forward pass: one module, numpy and stdlib only.
+"""The weights-only network format: numpy and stdlib only, with :mod:`connectx_gym.forward`.
 
-The loaders (:mod:`connectx_gym.files`) read agents with it, and the Kaggle export embeds **this
-module's source** in ``main.py``, so an exported agent reads its weights and runs exactly the
-forward pass the loaders run. It imports nothing from the project for that reason.
+The loaders (:mod:`connectx_gym.files`) read agents with it, and the Kaggle export embeds **the
+source of both modules** in ``main.py`` (:mod:`connectx_gym.forward` first), so an exported agent
+reads its weights and runs exactly the forward pass the loaders run. They import nothing else
+from the project for that reason.
 
 The format
 ----------
@@ -13,14 +14,8 @@ JSON::
      "layers": [{"op": "ones_plane"}, {"op": "conv", "weight": "p0", "bias": "p1"}, ...]}
 
 ``layers`` is run in order on a ``(batch, 2, rows, columns)`` float32 input (the env's observation:
-the mover's discs, then the opponent's) and ends with one logit per column. The ops are
-``ones_plane`` (append a plane of ones), ``input_planes`` (append a plane of ones and the plane of
-*landing cells*, the cell each non-full column would receive next, and remember the latter),
-``conv`` (2-D cross-correlation, zero "same" padding, odd kernels), ``linear``, ``relu``, ``tanh``,
-``flatten``, ``residual`` (``x + layers(x)`` for its ``body``), ``branches`` (run each list of
-layers on ``x`` and concatenate the flattened results), ``gather_landing`` (a one-plane map read at
-each column's landing cell: one value per column) and ``linear_plus_prefix`` (a linear layer plus
-the first ``out`` inputs, which are per-column scores).
+the mover's discs, then the opponent's) and ends with one logit per column; the ops are listed in
+:mod:`connectx_gym.forward`, which runs them.
 
 Reading files from strangers
 ----------------------------
@@ -43,6 +38,15 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 import numpy as np
+
+from connectx_gym.forward import (
+    best_legal_column,
+    conv2d_same,
+    conv_kernel,
+    conv_kernels,
+    forward_layers,
+    masked_logits,
+)
 
 __all__ = [
     "MAX_META_BYTES",
@@ -81,134 +85,6 @@ class BoardSize(NamedTuple):
     rows: int
     columns: int
     inarow: int
-
-
-# -- the forward pass -----------------------------------------------------------------------------
-def conv_kernel(weight: np.ndarray) -> np.ndarray:
-    """The ``(kh * kw * C, O)`` matrix that :func:`conv2d_same` multiplies the windows by, rows
-    in ``(i, j, c)`` order. Copying it out of an ``(O, C, kh, kw)`` weight costs a third of a
-    96-channel 3x3 convolution on 6x7, so a network makes it once (``WeightsFile.kernels``)."""
-    return np.ascontiguousarray(weight.transpose(2, 3, 1, 0).reshape(-1, weight.shape[0]))
-
-
-def conv2d_same(
-    x: np.ndarray, weight: np.ndarray, bias: np.ndarray, kernel: np.ndarray | None = None
-) -> np.ndarray:
-    """2-D cross-correlation of ``x`` (N, C, H, W) with ``weight`` (O, C, kh, kw), zero padded so
-    the output keeps H x W (odd kernels), as ``torch.nn.Conv2d(padding=k // 2)``.
-
-    One matrix product in the weights' dtype. A 1x1 kernel multiplies the planes directly; a
-    larger one first copies the kernel's windows into rows (im2col) channels-last, so that each of
-    the ``kh * kw`` copies moves contiguous runs of channels (``np.pad``, ``tensordot`` over a
-    strided view, or one copy of a window view cost two to ten times more on a small board), and
-    multiplies them by ``kernel``, ``conv_kernel(weight)`` (made here when not given). The result
-    is an (N, O, H, W) view of a channels-last array.
-    """
-    n, channels, height, width = x.shape
-    out_channels, _, kh, kw = weight.shape
-    x = x.astype(weight.dtype, copy=False)
-    if kh == kw == 1:
-        out = weight.reshape(out_channels, channels) @ x.reshape(n, channels, height * width)
-        out += bias[:, None]
-        return out.reshape(n, out_channels, height, width)
-    ph, pw = kh // 2, kw // 2
-    padded = np.zeros((n, height + 2 * ph, width + 2 * pw, channels), dtype=weight.dtype)
-    padded[:, ph : ph + height, pw : pw + width] = x.transpose(0, 2, 3, 1)
-    columns = np.empty((n, height, width, kh, kw, channels), dtype=weight.dtype)
-    for i in range(kh):  # kh * kw strided copies of the whole batch, not a loop over cells
-        for j in range(kw):
-            columns[:, :, :, i, j] = padded[:, i : i + height, j : j + width]
-    if kernel is None:
-        kernel = conv_kernel(weight)
-    out = columns.reshape(n * height * width, -1) @ kernel
-    out += bias
-    return out.reshape(n, height, width, out_channels).transpose(0, 3, 1, 2)
-
-
-def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
-    """:func:`conv_kernel` of every convolution in ``layers`` wider than 1x1 (nested ones too),
-    by weight name: what :func:`forward_layers` takes as ``kernels``."""
-    kernels = {}
-    for layer in layers:
-        op = layer["op"]
-        if op == "conv" and params[layer["weight"]].shape[2:] != (1, 1):
-            kernels[layer["weight"]] = conv_kernel(params[layer["weight"]])
-        for body in layer.get("branches", []) + ([layer["body"]] if op == "residual" else []):
-            kernels.update(conv_kernels(body, params))
-    return kernels
-
-
-def forward_layers(
-    layers: list,
-    params: dict,
-    x: np.ndarray,
-    saved: dict | None = None,
-    kernels: dict | None = None,
-) -> np.ndarray:
-    """Run the network description ``layers`` with ``params`` on the batch ``x`` (``saved``
-    carries the landing cells from ``input_planes`` to ``gather_landing``; ``kernels``, from
-    :func:`conv_kernels`, spares the convolutions re-making their matrices)."""
-    saved = {} if saved is None else saved
-    kernels = {} if kernels is None else kernels
-    for layer in layers:
-        op = layer["op"]
-        if op == "ones_plane":
-            x = np.concatenate([x, np.ones_like(x[:, :1])], axis=1)
-        elif op == "input_planes":
-            occupied = x[:, 0] + x[:, 1]
-            below = np.concatenate([occupied[:, 1:], np.ones_like(occupied[:, :1])], axis=1)
-            saved["landing"] = (1 - occupied) * below
-            x = np.concatenate([x, np.ones_like(x[:, :1]), saved["landing"][:, None]], axis=1)
-        elif op == "gather_landing":
-            x = (x[:, 0] * saved["landing"]).sum(axis=1)
-        elif op == "branches":
-            outputs = [
-                forward_layers(body, params, x, saved, kernels) for body in layer["branches"]
-            ]
-            x = np.concatenate([out.reshape(out.shape[0], -1) for out in outputs], axis=1)
-        elif op == "linear_plus_prefix":
-            weight = params[layer["weight"]]
-            x = x @ weight.T + params[layer["bias"]] + x[:, : weight.shape[0]]
-        elif op == "conv":
-            name = layer["weight"]
-            x = conv2d_same(x, params[name], params[layer["bias"]], kernels.get(name))
-        elif op == "linear":
-            x = x @ params[layer["weight"]].T + params[layer["bias"]]
-        elif op == "relu":
-            x = np.maximum(x, 0)
-        elif op == "tanh":
-            x = np.tanh(x)
-        elif op == "flatten":
-            x = x.reshape(x.shape[0], -1)
-        elif op == "residual":
-            x = x + forward_layers(layer["body"], params, x, saved, kernels)
-        else:
-            raise ValueError(f"unknown layer op {op!r}")
-    return x
-
-
-def masked_logits(
-    layers: list,
-    params: dict,
-    planes: np.ndarray,
-    legal: np.ndarray,
-    kernels: dict | None = None,
-) -> np.ndarray:
-    """Logits of one position's ``(2, rows, columns)`` planes, ``-inf`` on illegal columns."""
-    x = np.asarray(planes, dtype=np.float32)[None]
-    logits = forward_layers(layers, params, x, kernels=kernels)[0].astype(np.float64)
-    return np.where(legal, logits, -np.inf)
-
-
-def best_legal_column(logits: np.ndarray, legal: np.ndarray) -> int:
-    """The legal column with the highest logit (the first on ties; NaN counts as lowest): never
-    an illegal column while one is legal."""
-    legal = np.asarray(legal, dtype=bool)
-    values = np.where(legal & ~np.isnan(logits), logits, -np.inf)
-    best = int(np.argmax(values))
-    if legal[best]:
-        return best
-    return int(np.flatnonzero(legal)[0]) if legal.any() else 0
 
 
 # -- shapes ---------------------------------------------------------------------------------------

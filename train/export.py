@@ -1,18 +1,21 @@
 """Kaggle export: one self-contained ``main.py`` with the weights embedded and numpy-only inference.
 
 The file holds the network as a base64 ``.npz`` in the weights-only format and the whole source of
-:mod:`connectx_gym.weights` (the module the ``.npz`` loader uses: the exported agent reads its
-weights and runs exactly the same forward pass), then an ``agent(obs, config)`` that plays the
-legal column with the highest logit: it never answers an illegal column. It imports only numpy and
-the standard library. Converting an SB3 ``.zip`` needs torch; exporting from a ``.npz`` does not.
+:mod:`connectx_gym.forward` and :mod:`connectx_gym.weights` (the modules the ``.npz`` loader uses:
+the exported agent reads its weights and runs exactly the same forward pass), then an
+``agent(obs, config)`` that plays the legal column with the highest logit: it never answers an
+illegal column. It imports only numpy and the standard library. Converting an SB3 ``.zip`` needs
+torch; exporting from a ``.npz`` does not.
 """
 
 from __future__ import annotations
 
+import ast
 import base64
 import inspect
 from pathlib import Path
 
+from connectx_gym import forward as forward_module
 from connectx_gym import weights as weights_module
 from connectx_gym.files import SHIPPED_WEIGHTS, load_file, shipped_weights
 from connectx_gym.weights import WeightsFile, weights_bytes
@@ -43,23 +46,39 @@ def agent(obs, config):
 '''
 
 
+def _module_body(module: object, drop_imports: tuple[str, ...] = ()) -> str:
+    """``module``'s source without its docstring and its ``from`` imports of ``drop_imports``."""
+    source = inspect.getsource(module)  # type: ignore[arg-type]
+    skipped: set[int] = set()
+    body = ast.parse(source).body
+    for node in body:
+        docstring = node is body[0] and isinstance(node, ast.Expr)
+        if docstring or (isinstance(node, ast.ImportFrom) and node.module in drop_imports):
+            skipped.update(range(node.lineno - 1, node.end_lineno or node.lineno))
+    lines = source.splitlines(keepends=True)
+    return "".join(line for number, line in enumerate(lines) if number not in skipped).strip()
+
+
 def kaggle_source(weights: WeightsFile) -> str:
     """The text of a self-contained Kaggle agent file playing ``weights``."""
     encoded = base64.b64encode(weights_bytes(weights)).decode("ascii")
     g = weights.geometry
-    module = inspect.getsource(weights_module)
-    body = module[module.index("from __future__") :]  # the module's docstring is replaced
+    # forward's source, then weights' without the imports that the file already holds
+    body = (
+        _module_body(forward_module)
+        + "\n\n\n"
+        + _module_body(weights_module, ("__future__", "connectx_gym.forward"))
+    )
     header = (
         f'"""ConnectX agent exported by connectx-gym: a policy network for {g.rows}x{g.columns}, '
         f"{g.inarow} in a row.\n\nSelf-contained: numpy only, weights embedded (weights-only "
-        ".npz, base64), read and run by the source of connectx_gym.weights below. Plays the "
-        'legal column with the highest logit.\n"""\n\n'
+        ".npz, base64), read and run by the source of connectx_gym.forward and "
+        'connectx_gym.weights below. Plays the legal column with the highest logit.\n"""\n\n'
     )
     wrapped = "\n".join(encoded[i : i + 96] for i in range(0, len(encoded), 96))
     imports = "import base64\n\n"
     return (
-        f"{header}{body.rstrip()}\n\n\n{imports}"
-        f'_WEIGHTS = """\n{wrapped}\n"""\n\n{_AGENT_SOURCE.lstrip()}'
+        f'{header}{body}\n\n\n{imports}_WEIGHTS = """\n{wrapped}\n"""\n\n{_AGENT_SOURCE.lstrip()}'
     )
 
 

@@ -1,0 +1,84 @@
+"""Speed of a weights-only network's numpy forward pass, one board at a time, with and without
+Winograd convolutions, measured in one run.
+
+Three ways of answering the same boards, timed in turn (one pass over the boards each, repeated
+``--rounds`` times, so that the shared machine's slow spells fall on all three alike):
+
+- ``winograd``: :func:`connectx_gym.forward.forward_layers` with the network's own kernels (wide
+  3x3 convolutions as Winograd's F(2x2, 3x3));
+- ``direct``: the same forward pass given im2col matrices for every convolution (one matrix
+  product per convolution, as before Winograd);
+- ``act``: the policy's whole move (``NumpyNetPolicy.act``: planes, mask, forward pass, choice).
+
+The forward passes run on one BLAS thread, as the policy's do. Printed: the best and the median
+round's milliseconds per board, the ratio of the medians, and on how many boards the two forward
+passes pick different columns (none expected: they agree to float32 rounding).
+
+Usage: ``python benchmarks/bench_forward.py [AGENT] [--rounds N] [--smoke]`` (AGENT: a ``.npz``
+weights file or the name of shipped weights; default ``ppo``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import numpy as np
+
+from baselines.perfect_play import load_positions
+from connectx_gym.files import (
+    SHIPPED_WEIGHTS,
+    NumpyNetPolicy,
+    load_file,
+    one_blas_thread,
+    shipped_weights,
+)
+from connectx_gym.forward import forward_layers, im2col_kernel
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("agent", nargs="?", default="ppo")
+    parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--smoke", action="store_true", help="20 boards, 2 rounds")
+    args = parser.parse_args()
+    source = shipped_weights(args.agent) if args.agent in SHIPPED_WEIGHTS else args.agent
+    weights = load_file(source)
+    boards = [b for b in load_positions(split="test").boards() if b.geometry == weights.geometry]
+    if not boards:
+        raise SystemExit(f"no labelled positions on {weights.geometry}")
+    rounds = 2 if args.smoke else args.rounds
+    boards = boards[:20] if args.smoke else boards
+    planes = [board.to_planes()[None].astype(np.float32) for board in boards]
+    direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}
+    policy, rng = NumpyNetPolicy(weights), np.random.default_rng(0)
+
+    def forward(kernels: dict) -> list[np.ndarray]:
+        with one_blas_thread():
+            return [
+                forward_layers(weights.layers, weights.params, x, kernels=kernels) for x in planes
+            ]
+
+    ways = {
+        "winograd": lambda: forward(weights.kernels),
+        "direct": lambda: forward(direct),
+        "act": lambda: [policy.act(board, rng) for board in boards],
+    }
+    times: dict[str, list[float]] = {name: [] for name in ways}
+    for _ in range(rounds):
+        for name, way in ways.items():
+            started = time.perf_counter()
+            way()
+            times[name].append(1000 * (time.perf_counter() - started) / len(boards))
+    fast, slow = forward(weights.kernels), forward(direct)
+    differ = sum(int(np.argmax(a) != np.argmax(b)) for a, b in zip(fast, slow, strict=True))
+    print(f"{args.agent}: {len(boards)} boards, {rounds} rounds (ms per board, one BLAS thread)")
+    for name, values in times.items():
+        print(f"  {name:9s} best {min(values):.3f}  median {statistics.median(values):.3f}")
+    ratio = statistics.median(times["direct"]) / statistics.median(times["winograd"])
+    print(f"  direct / winograd (medians): {ratio:.2f}x; columns that differ: {differ}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,87 @@
+"""The numpy forward pass (connectx_gym.forward): Winograd 3x3 convolutions against the direct
+one, the kernel each convolution gets, and the shipped network's moves under both."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_files import conv_reference
+
+from connectx_gym import forward
+from connectx_gym.files import load_file, shipped_weights
+from connectx_gym.forward import (
+    WINOGRAD_MIN_CHANNELS,
+    conv2d_same,
+    conv_kernel,
+    forward_layers,
+    im2col_kernel,
+)
+
+
+@pytest.mark.parametrize(
+    "shape", [(1, 16, 6, 7), (2, 16, 1, 1), (2, 17, 1, 5), (3, 16, 4, 4), (1, 24, 5, 8)]
+)
+def test_winograd_matches_reference(shape: tuple[int, int, int, int]) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=shape)
+    weight = rng.normal(size=(5, shape[1], 3, 3))
+    bias = rng.normal(size=5)
+    assert conv_kernel(weight).shape == (16, shape[1], 5)  # the Winograd kernel
+    expected = conv_reference(x, weight, bias)
+    np.testing.assert_allclose(conv2d_same(x, weight, bias), expected, rtol=1e-9, atol=1e-9)
+    single = conv2d_same(x.astype(np.float32), weight.astype(np.float32), bias.astype(np.float32))
+    assert single.dtype == np.float32
+    np.testing.assert_allclose(single, expected, rtol=1e-4, atol=1e-4)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    n=st.integers(1, 3),
+    channels=st.integers(WINOGRAD_MIN_CHANNELS, WINOGRAD_MIN_CHANNELS + 4),
+    height=st.integers(1, 9),
+    width=st.integers(1, 9),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_winograd_equals_im2col(n: int, channels: int, height: int, width: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(n, channels, height, width))
+    weight, bias = rng.normal(size=(3, channels, 3, 3)), rng.normal(size=3)
+    direct = conv2d_same(x, weight, bias, im2col_kernel(weight))
+    np.testing.assert_allclose(conv2d_same(x, weight, bias), direct, rtol=1e-9, atol=1e-9)
+
+
+def test_kernel_kind_follows_size_and_channels() -> None:
+    rng = np.random.default_rng(0)
+    few = rng.normal(size=(8, WINOGRAD_MIN_CHANNELS - 1, 3, 3))
+    many = rng.normal(size=(8, WINOGRAD_MIN_CHANNELS, 3, 3))
+    wide = rng.normal(size=(8, WINOGRAD_MIN_CHANNELS, 5, 5))
+    assert conv_kernel(few).shape == (9 * (WINOGRAD_MIN_CHANNELS - 1), 8)
+    assert conv_kernel(many).shape == (16, WINOGRAD_MIN_CHANNELS, 8)
+    assert conv_kernel(wide).shape == (25 * WINOGRAD_MIN_CHANNELS, 8)
+    assert conv_kernel(many.astype(np.float32)).dtype == np.float32
+
+
+def test_transforms_are_read_only() -> None:
+    for matrix in forward._winograd_transforms(np.dtype(np.float32)):
+        with pytest.raises(ValueError, match="read-only"):
+            matrix[0, 0] = 2.0
+
+
+def test_shipped_network_plays_the_same_moves_either_way() -> None:
+    weights = load_file(shipped_weights("ppo"))
+    direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}
+    assert any(kernel.ndim == 3 for kernel in weights.kernels.values())  # it runs Winograd
+    rng = np.random.default_rng(5)
+    planes = np.zeros((400, 2, 6, 7), dtype=np.float32)
+    for index in range(len(planes)):  # random stacks of discs of either owner
+        heights = rng.integers(0, 7, size=7)
+        for column, height in enumerate(heights):
+            planes[index, rng.integers(0, 2, size=height), 5 - np.arange(height), column] = 1
+    fast = forward_layers(weights.layers, weights.params, planes, kernels=weights.kernels)
+    slow = forward_layers(weights.layers, weights.params, planes, kernels=direct)
+    np.testing.assert_allclose(fast, slow, rtol=1e-4, atol=1e-4)
+    clear = np.sort(slow, axis=1)[:, -1] - np.sort(slow, axis=1)[:, -2] > 1e-3
+    assert clear.mean() > 0.9
+    np.testing.assert_array_equal(fast.argmax(axis=1)[clear], slow.argmax(axis=1)[clear])
