@@ -92,7 +92,7 @@ def _conv_channels_last(
     n, height, width, channels = x.shape
     out_channels, _, kh, kw = weight.shape
     if kh == kw == 1:
-        rows = x.astype(weight.dtype, copy=False).reshape(-1, channels)
+        rows = x.astype(weight.dtype, copy=False).reshape(n * height * width, channels)
         out = rows @ weight.reshape(out_channels, channels).T
         out += bias
         return out.reshape(n, height, width, out_channels)
@@ -104,7 +104,7 @@ def _conv_channels_last(
     padded[:, ph : ph + height, pw : pw + width] = x
     sn, sh, sw, sc = padded.strides
     windows = _strided_view(padded, (n, height, width, kh, kw, channels), (sn, sh, sw, sh, sw, sc))
-    out = windows.reshape(n * height * width, -1) @ kernel
+    out = windows.reshape(n * height * width, kh * kw * channels) @ kernel
     out += bias
     return out.reshape(n, height, width, out_channels)
 
@@ -152,11 +152,15 @@ def _winograd_3x3(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     shape = (4, 4, n, blocks_down, blocks_across, channels)
     tiles = _strided_view(padded, shape, (sh, sw, sn, 2 * sh, 2 * sw, sc))
     tile_transform, output_transform = _winograd_transforms(kernel.dtype)
-    transformed = tile_transform @ tiles.reshape(16, -1)  # B^T d B, (16, tiles * C)
-    products = transformed.reshape(16, -1, channels) @ kernel  # 16 x (tiles, C) @ (C, O)
-    blocks = output_transform @ products.reshape(16, -1)  # A^T m A, (2 * 2, tiles * O)
-    blocks = blocks.reshape(2, 2, n, blocks_down, blocks_across, -1).transpose(2, 3, 0, 4, 1, 5)
-    return blocks.reshape(n, 2 * blocks_down, 2 * blocks_across, -1)[:, :height, :width]
+    # sizes spelled out rather than -1, which an empty batch (n = 0) leaves undetermined
+    count, out_channels = n * blocks_down * blocks_across, kernel.shape[2]
+    transformed = tile_transform @ tiles.reshape(16, count * channels)  # B^T d B of each tile
+    products = transformed.reshape(16, count, channels) @ kernel  # 16 x (tiles, C) @ (C, O)
+    blocks = output_transform @ products.reshape(16, count * out_channels)  # A^T m A
+    blocks = blocks.reshape(2, 2, n, blocks_down, blocks_across, out_channels)
+    blocks = blocks.transpose(2, 3, 0, 4, 1, 5)
+    blocks = blocks.reshape(n, 2 * blocks_down, 2 * blocks_across, out_channels)
+    return blocks[:, :height, :width]
 
 
 def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
@@ -190,7 +194,8 @@ def forward_layers(
 
 def _flatten(x: np.ndarray) -> np.ndarray:
     """(N, F) features, channels-last planes flattened in (C, H, W) order as torch does."""
-    return x.transpose(0, 3, 1, 2).reshape(x.shape[0], -1) if x.ndim == 4 else x.reshape(len(x), -1)
+    planes = x.transpose(0, 3, 1, 2) if x.ndim == 4 else x
+    return planes.reshape(len(x), int(np.prod(x.shape[1:])))
 
 
 def _forward_channels_last(

@@ -85,3 +85,13 @@ def test_shipped_network_plays_the_same_moves_either_way() -> None:
     clear = np.sort(slow, axis=1)[:, -1] - np.sort(slow, axis=1)[:, -2] > 1e-3
     assert clear.mean() > 0.9
     np.testing.assert_array_equal(fast.argmax(axis=1)[clear], slow.argmax(axis=1)[clear])
+
+
+@pytest.mark.parametrize("channels", [3, WINOGRAD_MIN_CHANNELS])
+def test_empty_batch(channels: int) -> None:
+    weight, bias = np.ones((2, channels, 3, 3)), np.zeros(2)
+    assert conv2d_same(np.zeros((0, channels, 4, 5)), weight, bias).shape == (0, 2, 4, 5)
+    weights = load_file(shipped_weights("ppo"))
+    empty = np.zeros((0, 2, 6, 7), dtype=np.float32)
+    logits = forward_layers(weights.layers, weights.params, empty, kernels=weights.kernels)
+    assert logits.shape == (0, 7)
