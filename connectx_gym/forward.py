@@ -21,6 +21,7 @@ Results agree with a direct convolution to float32 rounding (about 1e-6), not bi
 from __future__ import annotations
 
 import functools
+import math
 
 import numpy as np
 
@@ -195,7 +196,7 @@ def forward_layers(
 def _flatten(x: np.ndarray) -> np.ndarray:
     """(N, F) features, channels-last planes flattened in (C, H, W) order as torch does."""
     planes = x.transpose(0, 3, 1, 2) if x.ndim == 4 else x
-    return planes.reshape(len(x), int(np.prod(x.shape[1:])))
+    return planes.reshape(len(x), math.prod(x.shape[1:]))
 
 
 def _forward_channels_last(
