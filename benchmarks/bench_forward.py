@@ -35,6 +35,7 @@ from connectx_gym.files import (
     shipped_weights,
 )
 from connectx_gym.forward import forward_layers, im2col_kernel
+from connectx_gym.weights import WeightsFile
 
 
 def main() -> None:
@@ -44,7 +45,12 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="20 boards, 2 rounds")
     args = parser.parse_args()
     source = shipped_weights(args.agent) if args.agent in SHIPPED_WEIGHTS else args.agent
-    weights = load_file(source)
+    try:
+        weights = load_file(source)
+    except (OSError, ValueError, ImportError) as error:
+        raise SystemExit(f"bench_forward.py: {error}") from None
+    if not isinstance(weights, WeightsFile):
+        raise SystemExit(f"bench_forward.py: {args.agent} is not a weights-only network (.npz)")
     boards = [b for b in load_positions(split="test").boards() if b.geometry == weights.geometry]
     if not boards:
         raise SystemExit(f"no labelled positions on {weights.geometry}")

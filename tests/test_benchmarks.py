@@ -93,6 +93,12 @@ def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
     assert match["scores"] == [m["score"] for m in match["matches"]]
     assert match["games"] == sum(m["games"] for m in match["matches"]) == 6
     assert match["score"] == pytest.approx(sum(match["scores"]) / 3)
+    # the agent's thinking time in those games: a move-weighted mean of each match's
+    per_match = [m["ms_per_move_a"] for m in match["matches"]]
+    assert 0 < min(per_match) * 0.999 <= match["ms_per_move"] <= max(per_match) * 1.001
+    agent = json.loads(out.read_text())["onestep"]
+    assert len(agent["ms_per_move_passes"]) == 1  # one pass in smoke mode; the median of it
+    assert agent["ms_per_move"] == agent["ms_per_move_passes"][0]
     refused = subprocess.run(
         [*command, "--repeats", "0"], cwd=ROOT, env=env, capture_output=True, text=True
     )
