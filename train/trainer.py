@@ -6,6 +6,7 @@ One run lives in one output directory::
     teacher.npz, teacher/    the labelled teacher positions (and their chunks while labelling)
     teacher_progress.pt      the supervised passes done, until the first checkpoint holds them
     checkpoint.zip, state.json   the last checkpoint: SB3 model + run state (train/state.py)
+    checkpoint_extras.pt     and its random streams and teacher replay (train/resume_extras.py)
     snapshots/step_*.npz     frozen weights of the agent, the self-play pool
     tb/                      TensorBoard logs (one run, continued by ``--resume``)
     final.zip, final.npz     the trained model (SB3, and weights only: share the ``.npz``)
@@ -51,6 +52,7 @@ from train.finish import finish
 from train.model import load_model, new_model, save_model
 from train.networks import use_bf16
 from train.opponents import close_env, collect_timing, make_vec_env
+from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
 from train.state import RunState, SessionClock
 from train.teacher import (
     PRETRAIN_LEARNING_RATE,
@@ -205,12 +207,19 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
         log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
     else:
         model = new_model(config, env, out)
+    replay = None
+    if teacher is not None and config.teacher_replay:
+        replay = TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
+    if config.resume:
+        restore_extras(out / EXTRAS_FILE, int(model.num_timesteps), replay, log)
+        env.seed(env_seed(config.seed, int(model.num_timesteps)))  # the games restart
 
     def save_checkpoint() -> None:
         state.timesteps = int(model.num_timesteps)
         clock.update()
         save_model(model, out / "checkpoint.zip")
         state.save(out / "state.json")
+        save_extras(out / EXTRAS_FILE, state.timesteps, replay)
 
     if teacher is not None and not config.resume:
         log(f"teaching the policy {config.teacher_epochs} passes over {len(teacher)} positions")
@@ -245,10 +254,8 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     remaining = config.timesteps - model.num_timesteps
     announce = None if config.progress_bar else log
     callbacks = run_callbacks(config, out, curriculum, state, clock, save_checkpoint, announce)
-    if teacher is not None and config.teacher_replay:
-        callbacks.callbacks.append(
-            TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
-        )
+    if replay is not None:
+        callbacks.callbacks.append(replay)
     wall_split = WallSplitCallback()
     # first: a rollout ends before the teacher replay and the other callbacks' rollout-end work
     callbacks.callbacks.insert(0, wall_split)

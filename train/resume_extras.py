@@ -1,0 +1,103 @@
+"""What a checkpoint keeps besides SB3's model (``checkpoint.zip``) and the run's state
+(``state.json``), in ``checkpoint_extras.pt``, so that ``--resume`` goes on where the run was
+rather than from what ``--seed`` set up at its start:
+
+- the global random generators of torch (SB3 samples the rollouts' moves from it) and numpy (SB3
+  shuffles the minibatches with it), which a resumed run used to seed again from ``--seed``,
+  drawing the numbers its first rollouts drew;
+- the teacher replay's Adam moments and index generator
+  (:meth:`train.teacher.TeacherReplayCallback.state_dict`): a fresh Adam's first steps move every
+  weight by about the learning rate at once, a jolt at every resume.
+
+SB3 restarts the envs' games on resume; :func:`env_seed` seeds them from ``--seed`` and the step
+reached, not from the seed alone, for the same reason. A resumed run is still not byte-equal to an
+uninterrupted one (the games in flight and the part of the rollout collected at the checkpoint are
+not kept), but one checkpoint always resumes to the same weights.
+
+The file holds tensors and plain numbers only, read back with ``torch.load(weights_only=True)``.
+One written at other steps than the checkpoint (the run stopped between the two writes), missing
+(a run saved before it existed) or unreadable is left aside, saying so: the run then resumes as
+it used to.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from train.teacher import TeacherReplayCallback
+
+__all__ = ["EXTRAS_FILE", "env_seed", "restore_extras", "save_extras"]
+
+#: the checkpoint's extras, in the run's output directory beside ``checkpoint.zip``
+EXTRAS_FILE = "checkpoint_extras.pt"
+
+
+def save_extras(path: Path, timesteps: int, replay: TeacherReplayCallback | None) -> None:
+    """Write the extras of a checkpoint at ``timesteps`` to ``path`` atomically."""
+    # numpy's legacy global generator: the one SB3's rollout buffer shuffles minibatches with
+    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()  # noqa: NPY002
+    extras = {
+        "timesteps": int(timesteps),
+        "torch_rng": torch.get_rng_state(),
+        "numpy_rng": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "replay": None if replay is None else replay.state_dict(),
+    }
+    temporary = path.with_name(path.name + ".tmp")
+    torch.save(extras, temporary)
+    os.replace(temporary, path)
+
+
+def restore_extras(
+    path: Path,
+    timesteps: int,
+    replay: TeacherReplayCallback | None,
+    log: Callable[[str], None],
+) -> bool:
+    """Set the global generators (and ``replay``) to the extras at ``path`` if they were saved
+    with the checkpoint at ``timesteps``; whether they were (otherwise the log says why not)."""
+    if not path.is_file():
+        log(f"no {path.name} in the run (saved before it existed): random streams seeded afresh")
+        return False
+    try:
+        extras: Any = torch.load(path, weights_only=True)
+        saved_at = extras["timesteps"]
+        numpy_rng = extras["numpy_rng"]
+        numpy_state = (
+            numpy_rng["kind"],
+            numpy_rng["keys"].numpy().astype(np.uint32),
+            numpy_rng["position"],
+            numpy_rng["has_gauss"],
+            numpy_rng["cached_gaussian"],
+        )
+        torch_rng, replay_state = extras["torch_rng"], extras["replay"]
+    except Exception as error:  # any damage: a clear line, and the run resumes as it used to
+        log(f"left aside {path} ({type(error).__name__}: {error}): random streams seeded afresh")
+        return False
+    if saved_at != timesteps:
+        log(
+            f"left aside {path}: saved at step {saved_at}, the checkpoint is at {timesteps} "
+            f"(stopped between the two writes): random streams seeded afresh"
+        )
+        return False
+    torch.set_rng_state(torch_rng)
+    np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
+    if replay is not None and replay_state is not None:
+        replay.load_state_dict(replay_state)
+    return True
+
+
+def env_seed(seed: int, timesteps: int) -> int:
+    """The envs' seed in a run with ``seed`` resumed at ``timesteps`` (below 2**31)."""
+    return int(np.random.SeedSequence([seed, timesteps]).generate_state(1)[0] >> 1)
