@@ -80,7 +80,9 @@ def measure(
 ) -> dict:
     """One measurement of ``checkout``'s default settings with ``network`` (channels, blocks),
     in a fresh interpreter."""
-    env = {**os.environ, "PYTHONPATH": str(checkout)}
+    # the checkout first; what was on the path stays (packages installed with --target there)
+    path = [str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     flag = "1" if smoke else "0"
     done = subprocess.run(
         [sys.executable, "-c", WORKER, opponent, str(rollouts), flag, *map(str, network)],

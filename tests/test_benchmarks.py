@@ -105,3 +105,26 @@ def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
     assert refused.returncode == 2
     assert "--repeats must be >= 1" in refused.stderr
     assert "Traceback" not in refused.stderr
+
+
+def test_the_release_comparison_keeps_the_callers_python_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checkout goes first on ``PYTHONPATH`` without dropping what was there (packages
+    installed with ``pip --target`` and found only through it)."""
+    spec = importlib.util.spec_from_file_location("release", BENCHMARKS / "train_speed_release.py")
+    release = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(release)
+    seen: dict[str, str] = {}
+
+    def run(args: list[str], **options: object) -> subprocess.CompletedProcess:
+        seen.update(options["env"])
+        return subprocess.CompletedProcess(args, 0, stdout='{"steps_per_second": 1.0}\n')
+
+    monkeypatch.setattr(release.subprocess, "run", run)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert release.measure(Path("/checkout"), "random", 1, True, (4, 1))["steps_per_second"] == 1
+    assert seen["PYTHONPATH"].split(os.pathsep) == ["/checkout", "/elsewhere"]
+    monkeypatch.delenv("PYTHONPATH")
+    release.measure(Path("/checkout"), "random", 1, True, (4, 1))
+    assert seen["PYTHONPATH"] == "/checkout"
