@@ -78,6 +78,7 @@ def test_extras_restore_the_streams_saved_with_their_checkpoint(tmp_path: Path) 
         ("missing", "no checkpoint_extras.pt in the run (saved before it existed)"),
         ("other steps", "saved at step 512, the checkpoint is at 640"),
         ("garbage", "left aside"),
+        ("wrong content", "left aside"),
     ],
 )
 def test_extras_that_do_not_belong_are_left_aside(
@@ -88,6 +89,9 @@ def test_extras_that_do_not_belong_are_left_aside(
         save_extras(path, 512, None)
     elif damage == "garbage":
         path.write_bytes(b"not a torch file")
+    elif damage == "wrong content":  # a readable file whose generator state is not one
+        save_extras(path, 640, None)
+        torch.save({**torch.load(path, weights_only=True), "torch_rng": torch.zeros(3)}, path)
     state = torch.get_rng_state()
     assert not restore_extras(path, 640, None, lines.append)
     assert len(lines) == 1

@@ -12,12 +12,13 @@ rather than from what ``--seed`` set up at its start:
 SB3 restarts the envs' games on resume; :func:`env_seed` seeds them from ``--seed`` and the step
 reached, not from the seed alone, for the same reason. A resumed run is still not byte-equal to an
 uninterrupted one (the games in flight and the part of the rollout collected at the checkpoint are
-not kept), but one checkpoint always resumes to the same weights.
+not kept), but one checkpoint always resumes to the same weights (on one machine, as ``--seed``
+gives the same weights there).
 
 The file holds tensors and plain numbers only, read back with ``torch.load(weights_only=True)``.
 One written at other steps than the checkpoint (the run stopped between the two writes), missing
-(a run saved before it existed) or unreadable is left aside, saying so: the run then resumes as
-it used to.
+(a run saved before it existed) or unreadable is left aside, saying so: the streams then stay as
+``--seed`` set them and the replay starts with a fresh Adam, as before this file existed.
 """
 
 from __future__ import annotations
@@ -82,7 +83,7 @@ def restore_extras(
             numpy_rng["cached_gaussian"],
         )
         torch_rng, replay_state = extras["torch_rng"], extras["replay"]
-    except Exception as error:  # any damage: a clear line, and the run resumes as it used to
+    except Exception as error:  # any damage: one clear line, and the run resumes without
         log(f"left aside {path} ({type(error).__name__}: {error}): random streams seeded afresh")
         return False
     if saved_at != timesteps:
@@ -91,10 +92,14 @@ def restore_extras(
             f"(stopped between the two writes): random streams seeded afresh"
         )
         return False
-    torch.set_rng_state(torch_rng)
-    np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
-    if replay is not None and replay_state is not None:
-        replay.load_state_dict(replay_state)
+    try:
+        torch.set_rng_state(torch_rng)
+        np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
+        if replay is not None and replay_state is not None:
+            replay.load_state_dict(replay_state)
+    except Exception as error:  # loadable but not what was written: streams stay as seeded
+        log(f"left aside {path} ({type(error).__name__}: {error}): random streams seeded afresh")
+        return False
     return True
 
 
