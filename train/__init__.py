@@ -16,6 +16,8 @@ One concern per module:
 - ``callbacks``: one SB3 callback per job (curriculum, self-play pool, panel, checkpoints,
   time limit), sharing one ``RunState``;
 - ``finish``: the final phase (final models, final panel, report), safe to repeat;
+- ``resume_extras``: what a checkpoint keeps beside the model and state (the random streams SB3
+  draws from, the teacher replay's optimizer), so ``--resume`` goes on with them;
 - ``rllib_selfplay``: multi-agent PPO on Ray RLlib over the PettingZoo adapter (the ``rllib``
   extra; never imported by the rest);
 - ``trainer``: ``train()``, read top to bottom; ``report``, ``networks``, ``export``,
