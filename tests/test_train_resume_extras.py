@@ -79,6 +79,7 @@ def test_extras_restore_the_streams_saved_with_their_checkpoint(tmp_path: Path) 
         ("other steps", "saved at step 512, the checkpoint is at 640"),
         ("garbage", "left aside"),
         ("wrong content", "left aside"),
+        ("not weights only", "UnpicklingError"),
     ],
 )
 def test_extras_that_do_not_belong_are_left_aside(
@@ -92,11 +93,14 @@ def test_extras_that_do_not_belong_are_left_aside(
     elif damage == "wrong content":  # a readable file whose generator state is not one
         save_extras(path, 640, None)
         torch.save({**torch.load(path, weights_only=True), "torch_rng": torch.zeros(3)}, path)
+    elif damage == "not weights only":  # torch explains over many lines; the log keeps one
+        torch.save({"timesteps": 640, "path": Path("elsewhere")}, path)
     state = torch.get_rng_state()
     assert not restore_extras(path, 640, None, lines.append)
     assert len(lines) == 1
     assert message in lines[0]
     assert lines[0].endswith("random streams seeded afresh")
+    assert "\n" not in lines[0]
     assert torch.equal(torch.get_rng_state(), state)  # untouched
 
 

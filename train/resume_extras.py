@@ -23,7 +23,6 @@ One written at other steps than the checkpoint (the run stopped between the two 
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from train.teacher import TeacherReplayCallback
+from train.teacher import TeacherReplayCallback, write_torch_atomically
 
 __all__ = ["EXTRAS_FILE", "env_seed", "restore_extras", "save_extras"]
 
@@ -55,9 +54,7 @@ def save_extras(path: Path, timesteps: int, replay: TeacherReplayCallback | None
         },
         "replay": None if replay is None else replay.state_dict(),
     }
-    temporary = path.with_name(path.name + ".tmp")
-    torch.save(extras, temporary)
-    os.replace(temporary, path)
+    write_torch_atomically(path, extras)
 
 
 def restore_extras(
@@ -73,34 +70,29 @@ def restore_extras(
         return False
     try:
         extras: Any = torch.load(path, weights_only=True)
-        saved_at = extras["timesteps"]
-        numpy_rng = extras["numpy_rng"]
-        numpy_state = (
-            numpy_rng["kind"],
-            numpy_rng["keys"].numpy().astype(np.uint32),
-            numpy_rng["position"],
-            numpy_rng["has_gauss"],
-            numpy_rng["cached_gaussian"],
+        if extras["timesteps"] == timesteps:
+            saved = extras["numpy_rng"]
+            numpy_state = (
+                saved["kind"],
+                saved["keys"].numpy().astype(np.uint32),
+                saved["position"],
+                saved["has_gauss"],
+                saved["cached_gaussian"],
+            )
+            torch.set_rng_state(extras["torch_rng"])
+            np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
+            if replay is not None and extras["replay"] is not None:
+                replay.load_state_dict(extras["replay"])
+            return True
+        reason = (
+            f"saved at step {extras['timesteps']}, the checkpoint is at {timesteps}: "
+            "stopped between the two writes"
         )
-        torch_rng, replay_state = extras["torch_rng"], extras["replay"]
-    except Exception as error:  # any damage: one clear line, and the run resumes without
-        log(f"left aside {path} ({type(error).__name__}: {error}): random streams seeded afresh")
-        return False
-    if saved_at != timesteps:
-        log(
-            f"left aside {path}: saved at step {saved_at}, the checkpoint is at {timesteps} "
-            f"(stopped between the two writes): random streams seeded afresh"
-        )
-        return False
-    try:
-        torch.set_rng_state(torch_rng)
-        np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
-        if replay is not None and replay_state is not None:
-            replay.load_state_dict(replay_state)
-    except Exception as error:  # loadable but not what was written: streams stay as seeded
-        log(f"left aside {path} ({type(error).__name__}: {error}): random streams seeded afresh")
-        return False
-    return True
+    except Exception as error:  # any damage: one clear line, and the run resumes without it
+        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
+        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
+    log(f"left aside {path} ({reason}): random streams seeded afresh")
+    return False
 
 
 def env_seed(seed: int, timesteps: int) -> int:

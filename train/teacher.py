@@ -51,6 +51,7 @@ __all__ = [
     "policy_outputs",
     "pretrain_policy",
     "teacher_tensors",
+    "write_torch_atomically",
 ]
 
 #: the run's teacher positions, in its output directory (chunks in ``teacher/`` while labelling)
@@ -179,7 +180,7 @@ def pretrain_policy(
         log(f"teacher epoch {epoch + 1}/{epochs}: actor {actor_loss:.4f}, critic {critic_loss:.4f}")
         if progress is not None:
             seconds = earlier_seconds + time.perf_counter() - started
-            _write_progress(
+            write_torch_atomically(
                 progress,
                 {
                     "key": key,
@@ -205,8 +206,9 @@ def _digest(data: TeacherTensors) -> str:
     return digest.hexdigest()
 
 
-def _write_progress(path: Path, saved: dict[str, Any]) -> None:
-    """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it."""
+def write_torch_atomically(path: Path, saved: dict[str, Any]) -> None:
+    """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it (the
+    supervised passes here, a checkpoint's extras in :mod:`train.resume_extras`)."""
     temporary = path.with_name(path.name + ".tmp.pt")  # as the run's other files are written
     torch.save(saved, temporary)
     os.replace(temporary, path)
