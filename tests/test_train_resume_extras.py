@@ -104,6 +104,22 @@ def test_extras_that_do_not_belong_are_left_aside(
     assert torch.equal(torch.get_rng_state(), state)  # untouched
 
 
+def test_a_damaged_replay_state_leaves_the_streams_as_they_were(tmp_path: Path) -> None:
+    data = teacher_tensors(make_teacher_set(SMALL, 30, seed=3, min_ply=1, exclude=()))
+    path, lines, replay = tmp_path / EXTRAS_FILE, [], TeacherReplayCallback(data, 2, seed=11)
+    save_extras(path, 640, None)
+    torch.save({**torch.load(path, weights_only=True), "replay": {"generator": 0}}, path)
+    torch.rand(3), np.random.random(3)  # noqa: NPY002 - move both streams past the saved ones
+    states = torch.get_rng_state(), np.random.get_state(), replay.generator.get_state()  # noqa: NPY002
+    assert not restore_extras(path, 640, replay, lines.append)
+    assert len(lines) == 1
+    assert "left aside" in lines[0]
+    assert torch.equal(torch.get_rng_state(), states[0])  # the streams set before it, undone
+    assert np.array_equal(np.random.get_state()[1], states[1][1])  # noqa: NPY002
+    assert torch.equal(replay.generator.get_state(), states[2])
+    assert replay.state_dict()["optimizer"] is None
+
+
 def test_one_checkpoint_resumes_to_the_same_weights_and_uses_its_extras(tmp_path: Path) -> None:
     teacher = {"teacher_positions": 40, "teacher_epochs": 1, "teacher_replay": 2}
     teacher |= {"teacher_book": 0, "teacher_early_book": 0, "teacher_middle_book": 0}

@@ -68,6 +68,7 @@ def restore_extras(
     if not path.is_file():
         log(f"no {path.name} in the run (saved before it existed): random streams seeded afresh")
         return False
+    before = torch.get_rng_state(), np.random.get_state()  # noqa: NPY002
     try:
         extras: Any = torch.load(path, weights_only=True)
         if extras["timesteps"] == timesteps:
@@ -82,15 +83,17 @@ def restore_extras(
             torch.set_rng_state(extras["torch_rng"])
             np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
             if replay is not None and extras["replay"] is not None:
-                replay.load_state_dict(extras["replay"])
+                replay.load_state_dict(extras["replay"])  # last: it changes nothing if it fails
             return True
         reason = (
             f"saved at step {extras['timesteps']}, the checkpoint is at {timesteps}: "
             "stopped between the two writes"
         )
     except Exception as error:  # any damage: one clear line, and the run resumes without it
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else ""
-        reason = f"{type(error).__name__}: {reason}" if reason else type(error).__name__
+        torch.set_rng_state(before[0])  # undo what was set before the damage showed
+        np.random.set_state(before[1])  # noqa: NPY002
+        first_line = str(error).strip().splitlines()
+        reason = type(error).__name__ + (f": {first_line[0]}" if first_line else "")
     log(f"left aside {path} ({reason}): random streams seeded afresh")
     return False
 

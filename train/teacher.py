@@ -332,8 +332,9 @@ class TeacherReplayCallback(BaseCallback):
     def load_state_dict(self, saved: dict[str, Any]) -> None:
         """Go on from :meth:`state_dict`'s ``saved`` (before the first rollout ends; a copy is
         kept, since an optimizer's state dict holds its live tensors)."""
+        optimizer = copy.deepcopy(saved["optimizer"])  # both read before either is set
         self.generator.set_state(saved["generator"])
-        self._saved_optimizer = copy.deepcopy(saved["optimizer"])
+        self._saved_optimizer = optimizer
 
     def _on_step(self) -> bool:
         return True
