@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -58,3 +59,44 @@ def signal_safe(call: Callable[[], T]) -> T:
         ):
             raise error.__cause__ from None
         raise
+
+
+#: The largest share of the machine's RAM one transposition table may take.
+TABLE_RAM_SHARE = 0.25
+_ENTRY_BYTES = 16
+
+
+def _physical_memory() -> int | None:
+    """Bytes of RAM of this machine, or None where the OS does not say."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+
+
+def max_table_bits(memory: int | None = None) -> int:
+    """The largest ``table_bits`` whose table fits in :data:`TABLE_RAM_SHARE` of ``memory``
+    bytes (this machine's RAM by default; 30 where it is unknown)."""
+    memory = _physical_memory() if memory is None else memory
+    if memory is None:
+        return 30
+    fits = int(memory * TABLE_RAM_SHARE) // _ENTRY_BYTES
+    bits = fits.bit_length() - 1
+    if (1 << bits) + 1024 > fits:  # the table has the first prime above 2**bits entries
+        bits -= 1
+    return max(4, min(30, bits))
+
+
+def require_table_bits(table_bits: object) -> None:
+    """``ValueError`` naming ``table_bits`` unless it is an integer in [4, 30] whose table (16
+    bytes an entry) fits in :data:`TABLE_RAM_SHARE` of this machine's RAM."""
+    if isinstance(table_bits, bool) or not isinstance(table_bits, int) or not 4 <= table_bits <= 30:
+        raise ValueError(f"table_bits must be an integer in [4, 30], got {table_bits!r}")
+    cap = max_table_bits()
+    if table_bits > cap:
+        memory = _physical_memory() or 0
+        raise ValueError(
+            f"table_bits={table_bits} needs {_ENTRY_BYTES * 2**table_bits / 1e9:.1f} GB, more "
+            f"than {TABLE_RAM_SHARE:.0%} of this machine's {memory / 1e9:.1f} GB of RAM: "
+            f"at most table_bits={cap} here"
+        )

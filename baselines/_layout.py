@@ -28,6 +28,7 @@ from typing import NamedTuple
 import numpy as np
 
 from connectx_gym.bitboard import Geometry
+from connectx_gym.deadline import check_deadline
 
 # Columns of ``frames``: the position of the ply's node, the index of its next move to try (in
 # the column order, or in its sorted move list), the length of that list and the best column so
@@ -119,9 +120,12 @@ def node_chunk(geometry: Geometry) -> int:
 def run_in_chunks(step: Callable[[], bool], state: np.ndarray, chunk: int) -> None:
     """Call ``step`` (a resumable kernel call, True when finished) with ``chunk`` more nodes of
     budget each time until it finishes. Python runs its signal handlers between calls, so a
-    ``KeyboardInterrupt`` stops a search within one chunk."""
+    ``KeyboardInterrupt`` stops a search within one chunk, and so does the thread's
+    :func:`~connectx_gym.deadline.search_deadline` (a ``DeadlineExceededError``)."""
+    check_deadline()
     state[STAT_BUDGET] = state[STAT_NODES] + chunk
     while not step():
+        check_deadline()
         state[STAT_BUDGET] = state[STAT_NODES] + chunk
 
 

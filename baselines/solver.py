@@ -25,10 +25,11 @@ from __future__ import annotations
 
 import math
 import time
+from collections import OrderedDict
 
 import numpy as np
 
-from baselines._checks import require_node_limit, require_seconds
+from baselines._checks import require_node_limit, require_seconds, require_table_bits
 from baselines._dual import backend
 from baselines._layout import (
     STAT_ABORTED,
@@ -40,6 +41,7 @@ from baselines._layout import (
     new_state,
 )
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.deadline import check_deadline, time_left
 from connectx_gym.policy import Policy, require_depth
 from connectx_gym.registry import make_policy
 
@@ -73,11 +75,6 @@ def _next_prime(n: int) -> int:
     return candidate
 
 
-def _require_table_bits(table_bits: object) -> None:
-    if isinstance(table_bits, bool) or not isinstance(table_bits, int) or not 4 <= table_bits <= 30:
-        raise ValueError(f"table_bits must be an integer in [4, 30], got {table_bits!r}")
-
-
 class _Limits:
     """Node and wall-clock budgets shared by the kernel calls of one request."""
 
@@ -87,9 +84,14 @@ class _Limits:
         self.deadline = None if time_limit is None else time.perf_counter() + time_limit
 
     def next_budget(self, rate: float) -> int:
-        if self.nodes_left is None and self.deadline is None:
+        outer = time_left()  # the caller's deadline (connectx serve's requests), if any
+        if outer is not None:
+            check_deadline()
+        elif self.nodes_left is None and self.deadline is None:
             return self.chunk  # no limit: the fast path of most requests
         budget = self.chunk
+        if outer is not None:
+            budget = min(budget, int(outer * rate))
         if self.nodes_left is not None:
             budget = min(budget, self.nodes_left)
         if self.deadline is not None:
@@ -130,7 +132,7 @@ class Solver:
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
         else:
-            _require_table_bits(table_bits)
+            require_table_bits(table_bits)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
@@ -328,14 +330,20 @@ class Solver:
         self._rate = max(self._timed_nodes / self._timed_seconds, 1.0)
 
 
-_solvers: dict[Geometry, Solver] = {}
+#: Shared solvers kept at once (each holds a table of up to 134 MB): the most recently used.
+SHARED_SOLVERS = 4
+_solvers: OrderedDict[Geometry, Solver] = OrderedDict()
 
 
 def get_solver(geometry: Geometry) -> Solver:
-    """The shared :class:`Solver` of ``geometry`` (made on first use; keeps its table)."""
+    """The shared :class:`Solver` of ``geometry`` (made on first use; keeps its table while it
+    is among the :data:`SHARED_SOLVERS` geometries used last)."""
     solver = _solvers.get(geometry)
     if solver is None:
         solver = _solvers[geometry] = Solver(geometry)
+        while len(_solvers) > SHARED_SOLVERS:
+            _solvers.popitem(last=False)
+    _solvers.move_to_end(geometry)
     return solver
 
 
@@ -405,7 +413,7 @@ class SolverPolicy(Policy):
         if fallback_depth is not None:
             fallback_depth = require_depth("fallback_depth", fallback_depth)
         if table_bits is not None:
-            _require_table_bits(table_bits)
+            require_table_bits(table_bits)
         self.fallback_spec = fallback
         self.fallback_depth = fallback_depth
         self.table_bits = table_bits

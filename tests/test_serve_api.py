@@ -255,14 +255,18 @@ def test_opponent_specs_are_checked(client, opponent, status, message) -> None:
 
 
 def test_full_width_searches_are_capped_by_the_board_width(client) -> None:
+    # 6x20 takes 140 bits: the plain-Python search, capped lower than the compiled one.
     wide = {**position([], rows=6, columns=20), "mark": 1}
-    answer = client.post("/api/move", json={**wide, "opponent": "minimax:depth=6"})
+    answer = client.post("/api/move", json={**wide, "opponent": "minimax:depth=5"})
     assert answer.status_code == 400
     assert (
-        "depth 6 on 20 columns is too deep for this server (at most 5)"
+        "depth 5 on 20 columns is too deep for this server (at most 4 on a 6x20 board)"
         in answer.get_json()["error"]
     )
     assert client.post("/api/move", json={**wide, "opponent": "minimax:depth=4"}).status_code == 200
+    compiled = {**position([], rows=3, columns=16), "mark": 1}  # 64 bits: compiled
+    answer = client.post("/api/move", json={**compiled, "opponent": "minimax:depth=6"})
+    assert "(at most 5 on a 3x16 board)" in answer.get_json()["error"]
     narrow = {**position([]), "mark": 1, "opponent": "minimax:depth=7"}
     assert client.post("/api/move", json=narrow).status_code == 200
 

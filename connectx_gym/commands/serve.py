@@ -39,22 +39,33 @@ def run(args: argparse.Namespace) -> int:
     app = create_app(args.opponent, models=args.models, move_timeout=args.move_timeout)
     from werkzeug.serving import run_simple
 
-    _warm_up(app)
+    from connectx_gym.serve.app import close_app
 
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        print(f"warning: listening on {args.host}: anyone who reaches it can use the page")
-    print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
-    run_simple(args.host, args.port, app, threaded=True)
+    try:
+        _warm_up(app, args.opponent)
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            print(f"warning: listening on {args.host}: anyone who reaches it can use the page")
+        print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
+        # Ctrl-C ends run_simple; every other thread is a daemon and the agents' processes are
+        # killed here, so nothing keeps the process alive after it.
+        run_simple(args.host, args.port, app, threaded=True)
+    finally:
+        close_app(app)
     return 0
 
 
-def _warm_up(app: object) -> None:
-    """One move and one analysis before listening: numba compiles or loads its kernels now."""
+def _warm_up(app: object, opponent: str) -> None:
+    """One move and one analysis before listening: numba compiles or loads its kernels now, and
+    an opponent that fails (an agent file that raises or exits) is refused at start."""
     print("connectx serve: loading the search kernels...", flush=True)
     client = app.test_client()  # type: ignore[attr-defined]
     board = [0] * 42
     board[38] = 1  # 6x7, mark 1 in the centre column: quick for every policy
     for path, body in (("/api/move", {"mark": 2}), ("/api/analyse", {"time_budget": 0.2})):
         answer = client.post(path, json={"board": board, **body})
-        if answer.status_code != 200:
-            print(f"warning: warm-up {path}: {answer.get_json().get('error')}", flush=True)
+        if answer.status_code == 200:
+            continue
+        error = answer.get_json().get("error")
+        if path == "/api/move" and answer.status_code >= 500 and answer.status_code != 503:
+            raise CommandError(f"--opponent {opponent}: {error}")
+        print(f"warning: warm-up {path}: {error}", flush=True)

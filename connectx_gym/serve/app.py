@@ -7,14 +7,15 @@
 (``board``: ``rows * columns`` cells, row 0 at the top, 0 empty, 1 and 2 the marks; ``mark``: the
 player to move, optional except for ``/api/move``) and answer JSON. The position is checked with
 the core's own rules (:meth:`Board.from_kaggle`): a bad request gets a 4xx answer with
-``{"error": "one line"}``, never a traceback. Searches run one at a time on a worker thread and
-each request waits at most ``move_timeout`` seconds (a 503 answer after that); time budgets and
-depths are capped (:data:`connectx_gym.serve.policies.LIMITS`).
+``{"error": "one line"}``, never a traceback (:mod:`connectx_gym.serve.validation`). Searches
+run one at a time on a worker thread (:mod:`connectx_gym.serve.worker`): a request waits at
+most ``move_timeout`` seconds, and its search stops then too (a 503 answer); a few wait at most
+behind it (a 503 at once beyond); time budgets, depths and board sizes are capped
+(:mod:`connectx_gym.serve.policies`).
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import math
 import time
 from pathlib import Path
@@ -24,27 +25,35 @@ import numpy as np
 from flask import Flask, jsonify, request
 from werkzeug.exceptions import HTTPException
 
-from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Struct
+from connectx_gym.bitboard import Board
+from connectx_gym.deadline import DeadlineExceededError
 from connectx_gym.registry import list_policies
+from connectx_gym.serve.child import AgentError
 from connectx_gym.serve.policies import LIMITS, PolicyCache, SpecError, checked_spec, list_models
+from connectx_gym.serve.validation import (
+    MAX_PAGE_CELLS,
+    MAX_PAGE_SIDE,
+    ApiError,
+    read_json,
+    read_position,
+    read_seed,
+    read_time_budget,
+)
+from connectx_gym.serve.worker import SearchWorker, WorkerBusyError
 
-__all__ = ["MAX_PAGE_CELLS", "MAX_PAGE_SIDE", "ApiError", "create_app", "winning_line"]
+__all__ = [
+    "MAX_PAGE_CELLS",
+    "MAX_PAGE_SIDE",
+    "ApiError",
+    "close_app",
+    "create_app",
+    "read_position",
+    "winning_line",
+]
 
-#: The largest board the page and the API take (the env takes larger ones).
-MAX_PAGE_SIDE = 24
-MAX_PAGE_CELLS = 400
 #: Scores of the ``alphabeta`` fallback at or beyond ``WIN - cells`` are proven wins.
 ALPHABETA_WIN = 1e6
 STATIC = Path(__file__).with_name("static")
-
-
-class ApiError(Exception):
-    """A request the API refuses: its HTTP status and a one-line message."""
-
-    def __init__(self, message: str, status: int = 400) -> None:
-        super().__init__(message)
-        self.status = status
 
 
 def winning_line(board: Board) -> list[list[int]]:
@@ -60,47 +69,6 @@ def winning_line(board: Board) -> list[list[int]]:
             cells |= starts << (k * step)
     grid = g.unpack(cells & board.mask)
     return [[int(r), int(c)] for r, c in zip(*np.nonzero(grid), strict=True)]
-
-
-def _whole(body: dict[str, Any], key: str, default: int) -> int:
-    value = body.get(key, default)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ApiError(f"{key} must be a whole number, got {value!r}")
-    if not 1 <= value <= MAX_PAGE_SIDE:
-        raise ApiError(f"{key} must be between 1 and {MAX_PAGE_SIDE}, got {value}")
-    return value
-
-
-def read_position(body: Any, need_mark: bool = False) -> Board:
-    """The board a request describes, checked by the core's rules; raises :class:`ApiError`."""
-    if not isinstance(body, dict):
-        raise ApiError("the request body must be a JSON object")
-    rows, columns = _whole(body, "rows", 6), _whole(body, "columns", 7)
-    inarow = _whole(body, "inarow", 4)
-    if rows * columns > MAX_PAGE_CELLS:
-        raise ApiError(f"at most {MAX_PAGE_CELLS} cells on this server, got {rows}x{columns}")
-    try:
-        geometry = Geometry(rows, columns, inarow)
-    except ValueError as error:
-        raise ApiError(str(error)) from None
-    cells = body.get("board")
-    if not isinstance(cells, list) or not all(
-        isinstance(v, int) and not isinstance(v, bool) for v in cells
-    ):
-        raise ApiError("board must be a list of whole numbers (0 empty, 1 and 2 the marks)")
-    if len(cells) != geometry.cells:
-        raise ApiError(f"board must have rows * columns = {geometry.cells} cells, got {len(cells)}")
-    mark = body.get("mark")
-    if mark is not None and (isinstance(mark, bool) or mark not in (1, 2)):
-        raise ApiError(f"mark must be 1 or 2, got {mark!r}")
-    config = Struct(rows=rows, columns=columns, inarow=inarow)
-    try:
-        board = Board.from_kaggle(cells, config, mark)
-    except ValueError as error:
-        raise ApiError(f"impossible board: {error}") from None
-    if mark is None and need_mark:
-        raise ApiError("mark (1 or 2, the player to move) is required")
-    return board
 
 
 def describe(board: Board) -> dict[str, Any]:
@@ -159,43 +127,43 @@ def create_app(
     models: str | Path | None = None,
     move_timeout: float = 15.0,
     analysis_budget: float = 1.0,
+    max_waiting: int = 4,
 ) -> Flask:
     """The app: the page at ``/`` and the JSON API under ``/api``.
 
     ``opponent`` is the page's default opponent; ``models`` the only directory saved agents are
-    loaded from (None: none are); ``move_timeout`` bounds each request's wait for a search;
-    ``analysis_budget`` is the solver's default time budget in seconds.
+    loaded from (None: none are); ``move_timeout`` bounds each request's wait for a search, and
+    the search itself; ``analysis_budget`` is the solver's default time budget in seconds;
+    ``max_waiting`` searches may wait behind the running one. :func:`close_app` ends the
+    agents' child processes.
     """
     models_dir = None if models is None else Path(models).resolve()
     checked_spec(opponent, models_dir)  # refuse a bad default at start-up, not on first use
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
-    app.config["MAX_CONTENT_LENGTH"] = 256 * 1024
     app.json.sort_keys = False
-    worker = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="search")
-    cache = PolicyCache()
+    worker = SearchWorker(max_waiting)
+    cache = PolicyCache(models=models_dir)
     app.extensions["connectx"] = {"worker": worker, "cache": cache}
 
     def run_bounded(job: Any) -> Any:
-        future = worker.submit(job)
         try:
-            return future.result(timeout=move_timeout)
-        except concurrent.futures.TimeoutError:
+            return worker.run(job, move_timeout)
+        except WorkerBusyError as error:
+            raise ApiError(f"the server is busy: {error}", 503) from None
+        except (TimeoutError, DeadlineExceededError):
             raise ApiError(
                 f"no answer within {move_timeout:g} s; try a smaller depth or time budget", 503
             ) from None
 
-    def make(spec: Any, columns: int) -> Any:
+    def make(spec: Any, board: Board) -> Any:
         try:
-            checked, noise = checked_spec(spec, models_dir, columns)
+            checked, noise = checked_spec(spec, models_dir, board.geometry)
         except SpecError as error:
             raise ApiError(str(error), error.status) from None
         return lambda: cache.get(checked, noise)
 
     def body() -> Any:
-        data = request.get_json(silent=True, force=True)
-        if data is None:
-            raise ApiError("the request body must be JSON (Content-Type: application/json)")
-        return data
+        return read_json(request.stream, request.content_length)
 
     @app.errorhandler(ApiError)
     def api_error(error: ApiError) -> Any:
@@ -230,10 +198,8 @@ def create_app(
         if board.is_terminal():
             raise ApiError("the game is over: no move to make")
         spec = data.get("opponent", opponent)
-        build = make(spec, board.geometry.columns)
-        seed = data.get("seed")
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, int) or seed < 0):
-            raise ApiError(f"seed must be a whole number >= 0, got {seed!r}")
+        build = make(spec, board)
+        seed = read_seed(data)
 
         def job() -> tuple[int, dict, float]:
             policy = build()
@@ -259,11 +225,8 @@ def create_app(
         board = read_position(data)
         if board.is_terminal():
             raise ApiError("the game is over: nothing to analyse")
-        budget = data.get("time_budget", analysis_budget)
-        if isinstance(budget, bool) or not isinstance(budget, int | float) or not budget > 0:
-            raise ApiError(f"time_budget must be a number of seconds > 0, got {budget!r}")
-        budget = min(float(budget), LIMITS["time_budget"])
-        build = make(f"solver:time_budget={budget}", board.geometry.columns)
+        budget = read_time_budget(data, analysis_budget, LIMITS["time_budget"])
+        build = make(f"solver:time_budget={budget}", board)
 
         def job() -> tuple[np.ndarray, dict, float]:
             solver = build()
@@ -304,16 +267,25 @@ def create_app(
     return app
 
 
+def close_app(app: Flask) -> None:
+    """Stop the app's search thread after its current job and kill its agents' processes."""
+    parts = app.extensions["connectx"]
+    parts["worker"].close()
+    parts["cache"].close()
+
+
 def run_with_errors(call: Any) -> Any:
     """Run a search; its errors become one-line JSON answers (400 for bad input, else 5xx)."""
     try:
         return call()
     except ApiError:
         raise
+    except AgentError as error:  # the agent raised, exited or died: its message names it
+        raise ApiError(f"the agent failed: {error}", 500) from None
     except (ValueError, TypeError, LookupError) as error:
         raise ApiError(" ".join(str(error).split()) or type(error).__name__) from None
     except ImportError as error:
         raise ApiError(f"a package is missing: {error}", 501) from None
-    except Exception as error:  # a failing agent file or a bug: one line, not a traceback page
+    except (Exception, SystemExit) as error:  # a bug: one line, not a traceback page
         message = " ".join(str(error).split())
         raise ApiError(f"the search failed: {type(error).__name__}: {message}", 500) from None

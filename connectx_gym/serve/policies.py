@@ -11,6 +11,12 @@ ever, so :func:`checked_spec` accepts only
   weights (never unpickled) and Kaggle ``.py`` agents the person serving put there. SB3 ``.zip``
   models are refused: loading one unpickles, which runs code from the file.
 
+Searches whose cost grows with the board are capped by its size too: full-width depths
+(:data:`MAX_LEAVES`, fewer on boards beyond 64 bits, searched in plain Python) and
+kaggle-environments' negamax (:data:`KAGGLE_NEGAMAX_WORK`). ``.py`` agents and ``kaggle:*``
+agents, plain Python that nothing can interrupt, run in child processes
+(:class:`~connectx_gym.serve.child.ChildPolicy`) killed at each request's deadline.
+
 Every refusal is a :class:`SpecError` with a one-line message (a 400 or 403 answer).
 """
 
@@ -21,10 +27,13 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from connectx_gym.bitboard import Geometry
 from connectx_gym.policy import NoisyPolicy, Policy
 from connectx_gym.registry import list_policies, make_policy, parse_spec
+from connectx_gym.serve.child import ChildPolicy
 
 __all__ = [
+    "KAGGLE_NEGAMAX_WORK",
     "LIMITS",
     "MAX_LEAVES",
     "MAX_SPEC_LENGTH",
@@ -44,8 +53,12 @@ LIMITS: dict[str, float] = {
     "table_bits": 24,
 }
 #: Full-width searches (``depth``) may visit at most about this many leaves, ``columns ** depth``:
-#: a few seconds at most (they cannot be interrupted once started).
+#: a few seconds at most (compiled; on boards beyond 64 bits, plain Python: MAX_LEAVES_PLAIN).
 MAX_LEAVES = 10_000_000
+MAX_LEAVES_PLAIN = 200_000
+#: kaggle-environments' negamax looks 4 plies ahead in plain Python, about columns ** 4 * cells
+#: steps: at most this (6x7 is 100842, about a second; 6x8 fits, 7x9 does not).
+KAGGLE_NEGAMAX_WORK = 250_000
 MAX_SPEC_LENGTH = 300
 #: Saved agents the page may load (``.zip`` unpickles, so it is never served).
 SERVED_SUFFIXES = (".npz", ".py")
@@ -89,9 +102,10 @@ def _model_path(name: str, models: Path | None) -> Path:
     return path
 
 
-def _check_parameter(key: str, value: Any, columns: int) -> None:
+def _check_parameter(key: str, value: Any, geometry: Geometry) -> None:
+    columns = geometry.columns
     if isinstance(value, str) and key not in LIMITS:
-        checked_spec(value, None, columns, nested=True)
+        checked_spec(value, None, geometry, nested=True)
         return
     if key in LIMITS:
         if (
@@ -102,23 +116,26 @@ def _check_parameter(key: str, value: Any, columns: int) -> None:
             raise SpecError(f"{key} must be a number, got {value!r}")
         if value > LIMITS[key]:
             raise SpecError(f"{key} must be <= {LIMITS[key]:g} on this server, got {value!r}")
-        if key == "depth" and value > 1 and columns**value > MAX_LEAVES:
-            deepest = int(math.log(MAX_LEAVES) / math.log(columns))
+        leaves = MAX_LEAVES if geometry.fits_64_bits else MAX_LEAVES_PLAIN
+        if key == "depth" and value > 1 and columns**value > leaves:
+            deepest = int(math.log(leaves) / math.log(columns))
             raise SpecError(
                 f"depth {value} on {columns} columns is too deep for this server "
-                f"(at most {deepest})"
+                f"(at most {deepest} on a {geometry.rows}x{columns} board)"
             )
     elif not (value is None or isinstance(value, bool | int | float)):
         raise SpecError(f"parameter {key}={value!r} is not allowed on this server")
 
 
 def checked_spec(
-    spec: Any, models: Path | None, columns: int = 7, nested: bool = False
+    spec: Any, models: Path | None, geometry: Geometry | None = None, nested: bool = False
 ) -> tuple[str, float]:
-    """``(spec to make, noise)`` for a spec a request may use on a board of ``columns`` columns.
+    """``(spec to make, noise)`` for a spec a request may use on a ``geometry`` board (6x7 by
+    default).
 
     Raises :class:`SpecError`.
     """
+    geometry = geometry or Geometry()
     if not isinstance(spec, str) or not spec.strip():
         raise SpecError(f"opponent must be a policy spec (a string), got {spec!r}")
     if len(spec) > MAX_SPEC_LENGTH:
@@ -135,6 +152,8 @@ def checked_spec(
         if not 0 <= noise <= 1:
             raise SpecError(f"noise after '~' must be in [0, 1], got {suffix!r}")
         spec = base.strip()
+    if spec.startswith("kaggle:"):
+        _check_kaggle(spec, geometry, nested)
     if spec in names:
         return spec, noise
     if spec.lower().endswith((*SERVED_SUFFIXES, ".zip")) and "=" not in spec:
@@ -152,16 +171,37 @@ def checked_spec(
     if name not in names:
         raise SpecError(f"unknown policy {name!r}; registered: {', '.join(names)}")
     for key, value in params.items():
-        _check_parameter(key, value, columns)
+        _check_parameter(key, value, geometry)
     return spec, noise
 
 
-class PolicyCache:
-    """The last few policies made, by spec (searches keep their tables between requests)."""
+def _check_kaggle(spec: str, geometry: Geometry, nested: bool) -> None:
+    if nested:
+        raise SpecError(f"{spec!r} cannot be a parameter of another policy on this server")
+    work = geometry.columns**4 * geometry.cells
+    if spec.startswith("kaggle:negamax") and work > KAGGLE_NEGAMAX_WORK:
+        raise SpecError(
+            f"kaggle:negamax is too slow on a {geometry.rows}x{geometry.columns} board for this "
+            f"server (it takes about columns**4 * cells = {work} steps; at most "
+            f"{KAGGLE_NEGAMAX_WORK}, e.g. 6x8)"
+        )
 
-    def __init__(self, size: int = 16) -> None:
+
+def runs_in_child(spec: str) -> bool:
+    """Whether a checked spec is plain Python that nothing interrupts (``.py`` files and
+    ``kaggle:*`` agents): the server runs it in a child process."""
+    return spec.startswith("kaggle:") or spec.lower().endswith(".py")
+
+
+class PolicyCache:
+    """The last few policies made, by spec (searches keep their tables between requests;
+    agents in child processes keep running between them)."""
+
+    def __init__(self, size: int = 16, models: Path | None = None) -> None:
         self.size = size
+        self.models = models
         self._policies: OrderedDict[tuple[str, float], Policy] = OrderedDict()
+        self._children: dict[str, ChildPolicy] = {}
 
     def get(self, spec: str, noise: float = 0.0) -> Policy:
         """The policy of an already checked spec (made on first use)."""
@@ -169,10 +209,28 @@ class PolicyCache:
         if key in self._policies:
             self._policies.move_to_end(key)
             return self._policies[key]
-        policy = make_policy(spec)
+        policy = self._child(spec) if runs_in_child(spec) else make_policy(spec)
         if noise:
             policy = NoisyPolicy(policy, noise)
         self._policies[key] = policy
         while len(self._policies) > self.size:
             self._policies.popitem(last=False)
+        in_use = {s for s, _ in self._policies}
+        for gone in set(self._children) - in_use:
+            self._children.pop(gone).close()
         return policy
+
+    def _child(self, spec: str) -> ChildPolicy:
+        if spec not in self._children:  # one process per agent, noisy or not
+            label = spec
+            if self.models is not None and Path(spec).is_relative_to(self.models):
+                label = Path(spec).relative_to(self.models).as_posix()
+            self._children[spec] = ChildPolicy(spec, label)
+        return self._children[spec]
+
+    def close(self) -> None:
+        """Kill the agents' child processes and forget every policy."""
+        for child in self._children.values():
+            child.close()
+        self._children.clear()
+        self._policies.clear()

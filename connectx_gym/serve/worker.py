@@ -1,0 +1,101 @@
+"""The one search thread of ``connectx serve``: a bounded queue of jobs, each with a deadline.
+
+A request hands its search to :meth:`SearchWorker.run` and waits at most its timeout. Nothing
+outlives that wait: a job whose request gave up is never started, and a running job runs inside
+:func:`~connectx_gym.deadline.search_deadline` set to the same moment, so the searches stop
+themselves (between chunks of nodes) and agents in child processes are killed
+(:mod:`connectx_gym.serve.child`). At most ``max_waiting`` jobs wait behind the running one; a
+request beyond that is refused at once (:class:`WorkerBusyError`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from connectx_gym.deadline import search_deadline
+
+__all__ = ["SearchWorker", "WorkerBusyError"]
+
+
+class WorkerBusyError(RuntimeError):
+    """The queue of searches is full: the request is refused without waiting."""
+
+
+@dataclass
+class _Job:
+    call: Callable[[], Any]
+    deadline: float  # time.perf_counter() by which the job is answered or abandoned
+    done: threading.Event = field(default_factory=threading.Event)
+    result: Any = None
+    error: BaseException | None = None
+    abandoned: bool = False
+
+
+class SearchWorker:
+    """One daemon thread running searches one at a time (it never keeps the process alive)."""
+
+    def __init__(self, max_waiting: int = 4) -> None:
+        if max_waiting < 1:
+            raise ValueError(f"max_waiting must be >= 1, got {max_waiting}")
+        self.max_waiting = max_waiting
+        self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=max_waiting)
+        self._thread = threading.Thread(target=self._serve, name="search", daemon=True)
+        self._thread.start()
+
+    def run(self, call: Callable[[], Any], timeout: float) -> Any:
+        """``call()``'s result, run on the search thread within ``timeout`` seconds of now.
+
+        Raises :class:`WorkerBusyError` at once when ``max_waiting`` jobs already wait,
+        ``TimeoutError`` when no answer came in time (the job is then abandoned), and whatever
+        ``call`` raised.
+        """
+        job = _Job(call, time.perf_counter() + timeout)
+        try:
+            self._queue.put_nowait(job)
+        except queue.Full:
+            raise WorkerBusyError(
+                f"{self.max_waiting} searches are already waiting; try again shortly"
+            ) from None
+        if not job.done.wait(timeout):
+            job.abandoned = True  # not started yet: it never will be; running: it stops itself
+            raise TimeoutError(f"no answer within {timeout:g} s")
+        if job.error is not None:
+            raise job.error
+        return job.result
+
+    def close(self) -> None:
+        """Let the thread end after its current job (later jobs are not run)."""
+        while True:
+            try:
+                job = self._queue.get_nowait()
+            except queue.Empty:
+                break
+            if job is not None:
+                job.abandoned = True
+                job.error = WorkerBusyError("the server is stopping")
+                job.done.set()
+        with contextlib.suppress(queue.Full):  # a request slipped in; the thread is a daemon
+            self._queue.put_nowait(None)
+
+    def _serve(self) -> None:
+        while True:
+            job = self._queue.get()
+            if job is None:
+                return
+            left = job.deadline - time.perf_counter()
+            if job.abandoned or left <= 0:
+                job.done.set()
+                continue
+            try:
+                with search_deadline(left):
+                    job.result = job.call()
+            except BaseException as error:  # handed to the waiting request, which re-raises it
+                job.error = error
+            finally:
+                job.done.set()
