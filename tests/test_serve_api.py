@@ -13,7 +13,7 @@ pytest.importorskip("flask", reason='the serve extra is not installed: pip insta
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
-from connectx_gym.serve.app import winning_line
+from connectx_gym.serve.app import close_app, winning_line
 
 FIRST_LEGAL_AGENT = """
 def agent(obs, config):
@@ -57,7 +57,8 @@ def models(tmp_path: Path) -> Path:
 @pytest.fixture
 def client(models: Path):
     app = create_app("onestep", models=models, move_timeout=60.0)  # the first move compiles
-    return app.test_client()
+    yield app.test_client()
+    close_app(app)  # the agents' child processes end with the test
 
 
 def test_page_and_policies(client) -> None:

@@ -10,8 +10,7 @@ request beyond that is refused at once (:class:`WorkerBusyError`).
 
 from __future__ import annotations
 
-import contextlib
-import queue
+import collections
 import threading
 import time
 from collections.abc import Callable
@@ -44,52 +43,65 @@ class SearchWorker:
         if max_waiting < 1:
             raise ValueError(f"max_waiting must be >= 1, got {max_waiting}")
         self.max_waiting = max_waiting
-        self._queue: queue.Queue[_Job | None] = queue.Queue(maxsize=max_waiting)
+        self._waiting: collections.deque[_Job] = collections.deque()
+        self._changed = threading.Condition()
+        self._closed = False
         self._thread = threading.Thread(target=self._serve, name="search", daemon=True)
         self._thread.start()
 
     def run(self, call: Callable[[], Any], timeout: float) -> Any:
         """``call()``'s result, run on the search thread within ``timeout`` seconds of now.
 
-        Raises :class:`WorkerBusyError` at once when ``max_waiting`` jobs already wait,
-        ``TimeoutError`` when no answer came in time (the job is then abandoned), and whatever
-        ``call`` raised.
+        Raises :class:`WorkerBusyError` at once when ``max_waiting`` jobs already wait (or the
+        worker is closed), ``TimeoutError`` when no answer came in time (the job is then
+        abandoned: never started, or stopped by its deadline), and whatever ``call`` raised.
         """
         job = _Job(call, time.perf_counter() + timeout)
-        try:
-            self._queue.put_nowait(job)
-        except queue.Full:
-            raise WorkerBusyError(
-                f"{self.max_waiting} searches are already waiting; try again shortly"
-            ) from None
+        with self._changed:
+            if self._closed:
+                raise WorkerBusyError("the server is stopping")
+            if len(self._waiting) >= self.max_waiting:
+                raise WorkerBusyError(
+                    f"{self.max_waiting} searches are already waiting; try again shortly"
+                )
+            self._waiting.append(job)
+            self._changed.notify()
         if not job.done.wait(timeout):
-            job.abandoned = True  # not started yet: it never will be; running: it stops itself
+            with self._changed:
+                job.abandoned = True
+                if job in self._waiting:  # never started: its place is free at once
+                    self._waiting.remove(job)
             raise TimeoutError(f"no answer within {timeout:g} s")
         if job.error is not None:
             raise job.error
         return job.result
 
     def close(self) -> None:
-        """Let the thread end after its current job (later jobs are not run)."""
-        while True:
-            try:
-                job = self._queue.get_nowait()
-            except queue.Empty:
-                break
-            if job is not None:
-                job.abandoned = True
+        """Refuse new jobs, drop the waiting ones and end the thread after its current job."""
+        with self._changed:
+            self._closed = True
+            for job in self._waiting:
                 job.error = WorkerBusyError("the server is stopping")
                 job.done.set()
-        with contextlib.suppress(queue.Full):  # a request slipped in; the thread is a daemon
-            self._queue.put_nowait(None)
+            self._waiting.clear()
+            self._changed.notify()
+
+    def _next(self) -> _Job | None:
+        with self._changed:
+            while not self._waiting and not self._closed:
+                self._changed.wait()
+            if self._closed:
+                return None
+            job = self._waiting.popleft()
+            return None if job.abandoned else job
 
     def _serve(self) -> None:
-        while True:
-            job = self._queue.get()
+        while not self._closed:
+            job = self._next()
             if job is None:
-                return
+                continue
             left = job.deadline - time.perf_counter()
-            if job.abandoned or left <= 0:
+            if left <= 0:
                 job.done.set()
                 continue
             try:
