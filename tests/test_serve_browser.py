@@ -296,3 +296,56 @@ def test_an_unknown_opponent_is_reported_and_can_be_replaced(page) -> None:
         "document.querySelector('#status').textContent.startsWith('Your move (yellow)')"
     )
     assert discs(page) == 1
+
+
+def test_a_double_click_plays_one_move(page) -> None:
+    moves: list[str] = []
+    page.on("request", lambda request: "/api/move" in request.url and moves.append(request.url))
+    wait_for_turn(page)
+    # Two clicks in one task: the second comes before the server answered for the first.
+    page.evaluate(
+        "() => { const head = document.querySelector('#board .head[data-column=\"3\"]');"
+        " head.click(); head.click(); }"
+    )
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 2"
+    )
+    wait_for_turn(page)
+    # And a real double click, as a person makes it.
+    page.dblclick("#board .cell[data-column='2'] >> nth=0")
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 4"
+    )
+    wait_for_turn(page)
+    page.wait_for_timeout(300)
+    assert page.locator("#board .disc.p1").count() == 2  # the person's two discs
+    assert page.locator("#board .disc.p2").count() == 2  # and the opponent's two replies
+    assert len(moves) == 2  # the server chose both of the opponent's moves
+    assert page.inner_text("#move-log").startswith("Moves (1-based): 4 ")
+
+
+def test_the_page_fits_a_phone_screen(browser, url: str, tmp_path: Path) -> None:
+    phone = browser.new_page(viewport={"width": 375, "height": 740})
+    phone.set_default_timeout(TIMEOUT_MS)
+    try:
+        phone.goto(url)
+        phone.wait_for_selector("#board .cell")
+        wait_for_turn(phone)
+        shot = tmp_path / "phone.png"
+        phone.screenshot(path=str(shot), full_page=True)
+        assert shot.stat().st_size > 0
+        width, inner = phone.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert width <= inner == 375  # no horizontal scroll
+        last = phone.locator("#board .head[data-column='6']").bounding_box()
+        assert last is not None
+        assert last["x"] + last["width"] <= 375  # the seventh column is on screen
+        phone.click("#board .head[data-column='6']")  # and plays
+        phone.wait_for_function(
+            "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 2"
+        )
+        # Larger boards scale down too.
+        new_game(phone, 12, 20, 4)
+        width, inner = phone.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert width <= inner
+    finally:
+        phone.close()

@@ -1,6 +1,8 @@
 // The connectx serve page: play against a policy, replay saved games, analyse positions.
 // The rules live on the server: every position is sent to /api/state (whose turn, legal columns,
 // winner and its line), /api/move (the opponent's reply) and /api/analyse (the solver's scores).
+// The page shows only positions the server answered for: a click asks for the position after it,
+// and while that or the opponent's move is in flight (game.busy) further clicks are ignored.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -12,8 +14,8 @@ const game = {
   moves: [],         // 0-based columns, in order
   human: 1,          // the mark the person plays (play mode)
   opponent: "",
-  state: null,       // the last /api/state answer
-  busy: false,
+  state: null,       // the server's answer for the position of game.moves
+  busy: false,       // a move (yours or the opponent's) is in flight: input is ignored
   generation: 0,     // bumps on every change, so stale answers are dropped
   saved: [],         // games of the opened .jsonl file
 };
@@ -30,20 +32,20 @@ async function api(path, body) {
   return data;
 }
 
-function flatBoard() {
+function flatBoard(moves = game.moves) {
   // Discs dropped column by column: row 0 is the top, as Kaggle lays out the board.
   const { rows, columns } = game;
   const cells = new Array(rows * columns).fill(0);
   const height = new Array(columns).fill(0);
-  game.moves.forEach((column, index) => {
+  moves.forEach((column, index) => {
     const row = rows - 1 - height[column]++;
     cells[row * columns + column] = index % 2 === 0 ? 1 : 2;
   });
   return cells;
 }
 
-function position() {
-  return { board: flatBoard(), rows: game.rows, columns: game.columns, inarow: game.inarow };
+function position(moves = game.moves) {
+  return { board: flatBoard(moves), rows: game.rows, columns: game.columns, inarow: game.inarow };
 }
 
 function setStatus(text, isError = false) {
@@ -58,11 +60,20 @@ function lastCell() {
   return (game.rows - above) * game.columns + column;
 }
 
+function fitCells() {
+  // Cells of up to 60 px, smaller on large boards and on narrow screens (a phone's 375 px):
+  // the board and the scores under it always fit the page's width.
+  const { rows, columns } = game;
+  const width = $("layout").clientWidth - 12;  // the board's padding
+  const cell = Math.max(8, Math.min(60, Math.floor(600 / Math.max(columns, rows)),
+    Math.floor(width / columns)));
+  document.documentElement.style.setProperty("--cell", `${cell}px`);
+}
+
 function drawBoard() {
   const { rows, columns } = game;
   const board = $("board");
-  const cell = Math.max(22, Math.min(60, Math.floor(600 / Math.max(columns, rows))));
-  document.documentElement.style.setProperty("--cell", `${cell}px`);
+  fitCells();
   board.style.gridTemplateColumns = `repeat(${columns}, var(--cell))`;
   const cells = flatBoard();
   const line = new Set((game.state ? game.state.line : []).map(([r, c]) => r * columns + c));
@@ -110,20 +121,28 @@ function describeState() {
   }
 }
 
-async function refresh() {
+async function refresh(moves = game.moves) {
+  // Show the position after `moves` once the server has answered for it (a newer refresh, undo
+  // or new game drops this answer).
   const generation = ++game.generation;
+  game.busy = true;
+  let state;
   try {
-    const state = await api("/api/state", position());
-    if (generation !== game.generation) return;
-    game.state = state;
+    state = await api("/api/state", position(moves));
   } catch (error) {
-    setStatus(error.message, true);
+    if (generation === game.generation) { game.busy = false; setStatus(error.message, true); }
     return;
   }
+  if (generation !== game.generation) return;
+  await show(generation, moves, state);
+}
+
+async function show(generation, moves, state) {
+  Object.assign(game, { moves, state, busy: false });
   drawBoard();
   describeState();
   analyse(generation);
-  if (game.mode === "play" && !game.state.terminal && game.state.to_move !== game.human) {
+  if (game.mode === "play" && !state.terminal && state.to_move !== game.human) {
     await opponentMove(generation);
   }
 }
@@ -131,17 +150,19 @@ async function refresh() {
 async function opponentMove(generation) {
   game.busy = true;
   drawBoard();
+  let answer;
   try {
-    const answer = await api("/api/move", { ...position(), mark: game.state.to_move, opponent: game.opponent });
-    if (generation !== game.generation) return;
-    game.moves.push(answer.column);
+    answer = await api("/api/move", { ...position(), mark: game.state.to_move, opponent: game.opponent });
   } catch (error) {
-    if (generation === game.generation) setStatus(`${game.opponent}: ${error.message}`, true);
+    if (generation === game.generation) {
+      game.busy = false;
+      drawBoard();
+      setStatus(`${game.opponent}: ${error.message}`, true);
+    }
     return;
-  } finally {
-    game.busy = false;
   }
-  await refresh();
+  if (generation !== game.generation) return;
+  await show(generation, [...game.moves, answer.column], answer.state);
 }
 
 function showScores(answer) {
@@ -212,20 +233,20 @@ async function newGame() {
 }
 
 async function undo() {
-  if (game.mode !== "play" || game.busy && !game.moves.length) return;
-  // Take back the opponent's reply and your move: it is your turn again.
-  do { game.moves.pop(); } while (game.moves.length && game.moves.length % 2 !== game.human - 1);
-  game.busy = false;
-  await refresh();
+  if (game.mode !== "play" || !game.moves.length) return;
+  // Take back the opponent's reply and your move: it is your turn again (a move in flight is
+  // dropped).
+  const moves = game.moves.slice();
+  do { moves.pop(); } while (moves.length && moves.length % 2 !== game.human - 1);
+  await refresh(moves);
 }
 
 async function clickColumn(event) {
-  const target = event.target.closest("[data-column]");
-  if (!target || game.mode !== "play" || game.busy || !game.state) return;
+  const target = event.target && event.target.closest("[data-column]");
+  if (!target || game.mode !== "play" || game.busy || !game.state) return;  // one move at a time
   const column = Number(target.dataset.column);
   if (game.state.terminal || game.state.to_move !== game.human || !game.state.legal.includes(column)) return;
-  game.moves.push(column);
-  await refresh();
+  await refresh([...game.moves, column]);  // game.busy until the server has answered
 }
 
 // -- replay -----------------------------------------------------------------------------------
@@ -272,14 +293,14 @@ async function showSaved(ply) {
   if (!saved) return;
   ply = Math.max(0, Math.min(saved.moves.length, ply));
   Object.assign(game, { mode: "replay", rows: saved.rows, columns: saved.columns, inarow: saved.inarow });
-  game.moves = saved.moves.slice(0, ply);
+  const moves = saved.moves.slice(0, ply);
   $("ply").max = saved.moves.length;
   $("ply").value = ply;
   const players = saved.players || ["?", "?"];
   const opening = saved.opening_plies ? `; first ${saved.opening_plies} plies: opening` : "";
   $("game-info").textContent = `red: ${players[0]} · yellow: ${players[1]}` +
     `${saved.seed !== undefined ? ` · seed ${saved.seed}` : ""}${opening}`;
-  await refresh();
+  await refresh(moves);
 }
 
 function setMode(mode) {
@@ -304,6 +325,7 @@ async function start() {
     setStatus(error.message, true);
   }
   $("board").addEventListener("click", clickColumn);
+  window.addEventListener("resize", () => fitCells());
   $("new-game").addEventListener("click", newGame);
   $("undo").addEventListener("click", undo);
   $("opponent").addEventListener("change", () => {  // a new opponent takes over the game at once
