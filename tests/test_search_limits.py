@@ -169,3 +169,31 @@ def test_budgeted_policies_stay_within_their_budget() -> None:
                 break
     # A shared CI machine can deschedule a move; a compile inside the clock costs 100s of ms.
     assert max(overruns) < 0.03, f"worst overrun {1e3 * max(overruns):.1f} ms"
+
+
+def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A table of 16-byte entries may take at most a quarter of the machine's RAM."""
+    from baselines import _checks
+
+    gib = 2**30
+    assert _checks.TABLE_RAM_SHARE == 0.25
+    assert _checks.max_table_bits(24 * gib) == 28  # 2**28 entries: 4.3 GB of 6 GiB
+    assert _checks.max_table_bits(8 * gib) == 26
+    assert _checks.max_table_bits(2**40) == 30
+    monkeypatch.setattr(_checks, "_physical_memory", lambda: 8 * gib)
+    with pytest.raises(ValueError, match=r"table_bits=30 needs 17\.2 GB") as refused:
+        make_policy("solver:table_bits=30")
+    message = str(refused.value)
+    assert "more than 25% of this machine's 8.6 GB of RAM: at most table_bits=26 here" in message
+    assert "\n" not in message
+    with pytest.raises(ValueError, match="at most table_bits=26"):
+        make_policy("solver:table_bits=27")
+    assert make_policy("solver:table_bits=14").table_bits == 14
+
+
+def test_the_shared_solvers_keep_a_few_geometries() -> None:
+    from baselines import solver
+
+    for columns in range(4, 4 + solver.SHARED_SOLVERS + 3):
+        solver.move_scores(Board.from_moves(Geometry(4, columns, 3), [0]))
+    assert len(solver._solvers) == solver.SHARED_SOLVERS
