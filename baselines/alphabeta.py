@@ -29,7 +29,7 @@ from baselines._layout import (
 )
 from baselines.heuristic import WindowWeights
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.deadline import check_deadline, time_left
+from connectx_gym.deadline import time_left
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 
 __all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
@@ -184,7 +184,9 @@ class AlphaBetaPolicy(Policy):
         tables = self._get_tables(g)
         start = time.perf_counter()
         deadline = start + 0.92 * self.time_budget - 0.002
-        outer = time_left()  # the caller's deadline (connectx serve's requests), if any
+        # The caller's deadline (connectx serve's requests), if any, stops it too: it answers with
+        # the deepest search completed by then.
+        outer = time_left()
         if outer is not None:
             deadline = min(deadline, start + outer)
         stats = new_state()
@@ -211,7 +213,6 @@ class AlphaBetaPolicy(Policy):
                 stopped = "time"
                 break
             best_scores, reached = scores, depth
-        check_deadline()  # stopped by the caller's deadline: the result is void
         self.last_info = {
             "depth": reached,
             "stopped": stopped,

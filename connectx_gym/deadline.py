@@ -3,9 +3,9 @@
 A caller that must have an answer (or the search stopped) by some time, such as one request of
 ``connectx serve``, runs the search inside :func:`search_deadline`. The searches already work in
 chunks of nodes so that Ctrl-C is handled between them; between chunks they also call
-:func:`check_deadline`, and time-budgeted searches stop their clock at :func:`time_left` at the
-latest. A search past the deadline raises :class:`DeadlineExceededError` (its result would be
-void)::
+:func:`check_deadline`, which raises :class:`DeadlineExceededError` once the deadline has passed
+(full-width searches and the solver: no result). Iterative deepening (``alphabeta``) instead
+stops its clock at :func:`time_left` and answers with the deepest search completed::
 
     with search_deadline(2.0):
         policy.act(board, rng)  # returns within about a chunk of 2 s, or raises the error

@@ -197,3 +197,46 @@ def test_the_shared_solvers_keep_a_few_geometries() -> None:
     for columns in range(4, 4 + solver.SHARED_SOLVERS + 3):
         solver.move_scores(Board.from_moves(Geometry(4, columns, 3), [0]))
     assert len(solver._solvers) == solver.SHARED_SOLVERS
+
+
+@pytest.mark.parametrize(
+    ("spec", "warm_up"),
+    [
+        ("minimax:depth=16", "minimax:depth=1"),
+        ("negamax:depth=30", "negamax:depth=1"),
+        ("alphabeta:time_budget=120", "alphabeta:time_budget=0.1"),
+        ("solver:time_budget=120", "solver:time_budget=0.1"),
+    ],
+)
+def test_searches_obey_the_callers_deadline(spec: str, warm_up: str) -> None:
+    from connectx_gym.deadline import DeadlineExceededError, search_deadline, time_left
+
+    board = Board.from_moves(SIXBY7, [3])
+    make_policy(warm_up).act(board, np.random.default_rng(0))  # compile or load the kernels
+    policy = make_policy(spec)
+    started = time.perf_counter()
+    answered = True
+    try:
+        with search_deadline(0.3):
+            policy.act(board, np.random.default_rng(0))
+    except DeadlineExceededError:
+        answered = False  # stopped at the deadline: no result
+    elapsed = time.perf_counter() - started
+    # Alpha-beta answers with the depth it completed before the deadline; the others stop.
+    assert answered == spec.startswith("alphabeta")
+    assert elapsed < (0.35 if answered else 1.0), f"{spec} took {elapsed:.2f} s"
+    assert time_left() is None  # outside the block: no deadline
+
+
+def test_nested_deadlines_keep_the_earliest() -> None:
+    from connectx_gym.deadline import search_deadline, time_left
+
+    with search_deadline(1.0):
+        with search_deadline(60.0):
+            left = time_left()
+            assert left is not None
+            assert left <= 1.0
+        with search_deadline(0.1):
+            left = time_left()
+            assert left is not None
+            assert left <= 0.1
