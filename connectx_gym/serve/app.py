@@ -160,7 +160,7 @@ def create_app(
             checked, noise = checked_spec(spec, models_dir, board.geometry)
         except SpecError as error:
             raise ApiError(str(error), error.status) from None
-        return lambda: cache.get(checked, noise)
+        return lambda: cache.get(checked, noise, board.geometry)
 
     def body() -> Any:
         return read_json(request.stream, request.content_length)

@@ -50,7 +50,7 @@ LIMITS: dict[str, float] = {
     "max_depth": 12,
     "fallback_depth": 12,
     "node_limit": 50_000_000,
-    "table_bits": 24,
+    "table_bits": 22,  # 67 MB a table: the cache's 16 policies stay near 1 GB
 }
 #: Full-width searches (``depth``) may visit at most about this many leaves, ``columns ** depth``:
 #: a few seconds at most (compiled; on boards beyond 64 bits, plain Python: MAX_LEAVES_PLAIN).
@@ -194,18 +194,22 @@ def runs_in_child(spec: str) -> bool:
 
 
 class PolicyCache:
-    """The last few policies made, by spec (searches keep their tables between requests;
-    agents in child processes keep running between them)."""
+    """The last few policies made, by spec and board geometry (searches keep their tables
+    between requests; agents in child processes keep running between them).
+
+    A policy keeps tables for each geometry it plays; one policy per geometry here bounds the
+    memory of the cache by its ``size``, whatever boards the requests name.
+    """
 
     def __init__(self, size: int = 16, models: Path | None = None) -> None:
         self.size = size
         self.models = models
-        self._policies: OrderedDict[tuple[str, float], Policy] = OrderedDict()
+        self._policies: OrderedDict[tuple[str, float, Geometry], Policy] = OrderedDict()
         self._children: dict[str, ChildPolicy] = {}
 
-    def get(self, spec: str, noise: float = 0.0) -> Policy:
-        """The policy of an already checked spec (made on first use)."""
-        key = (spec, noise)
+    def get(self, spec: str, noise: float = 0.0, geometry: Geometry | None = None) -> Policy:
+        """The policy of an already checked spec for ``geometry`` boards (made on first use)."""
+        key = (spec, noise, geometry or Geometry())
         if key in self._policies:
             self._policies.move_to_end(key)
             return self._policies[key]
@@ -215,7 +219,7 @@ class PolicyCache:
         self._policies[key] = policy
         while len(self._policies) > self.size:
             self._policies.popitem(last=False)
-        in_use = {s for s, _ in self._policies}
+        in_use = {s for s, _, _ in self._policies}
         for gone in set(self._children) - in_use:
             self._children.pop(gone).close()
         return policy
