@@ -35,8 +35,8 @@ from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
 
 __all__ = ["AgentError", "ChildPolicy", "main"]
 
-#: Seconds a child may take to start and load its agent when the caller sets no deadline.
-START_TIMEOUT = 60.0
+#: Seconds a child may take to start or to answer when the caller sets no deadline.
+DEFAULT_WAIT = 60.0
 _PR_SET_PDEATHSIG = 1
 
 
@@ -96,7 +96,7 @@ class ChildPolicy(Policy):
     def _receive(self) -> dict[str, Any]:
         left = time_left()
         try:
-            answer = self._answers.get(timeout=START_TIMEOUT if left is None else max(left, 0))
+            answer = self._answers.get(timeout=DEFAULT_WAIT if left is None else max(left, 0))
         except queue.Empty:
             self.close()
             raise DeadlineExceededError(f"{self.name} gave no answer in time (stopped)") from None
@@ -121,10 +121,9 @@ class ChildPolicy(Policy):
         if process.poll() is None:
             process.kill()
         code = process.wait()
-        for stream in (process.stdin, process.stdout):
-            if stream is not None:
-                with contextlib.suppress(OSError):
-                    stream.close()
+        if process.stdin is not None:  # stdout is closed by its reader at the end of the stream
+            with contextlib.suppress(OSError):
+                process.stdin.close()
         return code
 
     def __del__(self) -> None:
@@ -136,12 +135,15 @@ class ChildPolicy(Policy):
 
 
 def _read_lines(stream: IO[bytes], answers: queue.Queue[dict[str, Any] | None]) -> None:
-    for line in stream:
-        try:
-            answers.put(json.loads(line))
-        except ValueError:
-            continue  # not one of ours
-    answers.put(None)  # the child ended
+    try:
+        with stream:
+            for line in stream:
+                with contextlib.suppress(ValueError):  # not one of ours
+                    answers.put(json.loads(line))
+    except OSError:
+        pass
+    finally:
+        answers.put(None)  # the child ended
 
 
 # -- the child's side ---------------------------------------------------------------------------
