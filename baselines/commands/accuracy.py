@@ -24,6 +24,9 @@ from connectx_gym.commands import (
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "mistake rate against perfect play, per game phase"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="policy spec or saved agent")
