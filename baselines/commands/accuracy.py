@@ -70,7 +70,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _pons(args: argparse.Namespace) -> int:
-    from baselines.solver import load_pons, move_accuracy
+    from baselines.evaluation import load_pons, move_accuracy
 
     if not Path(args.pons).is_file():
         raise FileNotFoundError(f"no such Pons file: {args.pons}")
