@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 from scripted_policies import Column, Illegal
 
-from baselines.evaluation import load_pons
 from baselines.make_positions import ILLEGAL, canonical_key, label_position, phase_bounds
 from baselines.make_positions import main as make_positions
 from baselines.perfect_play import (
@@ -19,6 +18,7 @@ from baselines.perfect_play import (
     judge_moves,
     load_positions,
 )
+from baselines.position_sets import load_pons
 from baselines.solver import Solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import wilson_interval
