@@ -23,6 +23,7 @@ from connectx_gym.registry import make_policy
 
 __all__ = [
     "DEFAULT_POSITIONS",
+    "ILLEGAL",
     "SPLITS",
     "LabelledPositions",
     "PonsPosition",
@@ -34,7 +35,8 @@ __all__ = [
 DEFAULT_POSITIONS = Path(__file__).parent / "data" / "positions.npz"
 #: Split names in the file's order (``split`` array values 0 and 1), and "all".
 SPLITS = ("dev", "test", "all")
-_ILLEGAL = -128
+#: Score stored for a full column.
+ILLEGAL = -128
 
 
 @dataclass(frozen=True)
@@ -90,7 +92,7 @@ def load_positions(path: str | Path | None = None, split: str = "test") -> Label
                 tuple(int(c) for c in row[:n]) for row, n in zip(data["moves"], plies, strict=True)
             )
             raw_scores = data["scores"]
-            scores = np.where(raw_scores == _ILLEGAL, np.nan, raw_scores.astype(np.float64))
+            scores = np.where(raw_scores == ILLEGAL, np.nan, raw_scores.astype(np.float64))
             phase = data["phase"].astype(np.int64)
             split_index = data["split"].astype(np.int64)
     except (KeyError, ValueError, OSError) as error:

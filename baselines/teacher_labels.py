@@ -31,7 +31,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.make_positions import canonical_key, canonical_keys, play_game
+from baselines.game_positions import canonical_key, canonical_keys, play_game
 from baselines.position_sets import load_positions
 from baselines.solver import SearchLimitError, Solver
 from baselines.teacher_cache import (
