@@ -74,23 +74,19 @@ def provider(entry: EntryPoint) -> str:
 @functools.cache
 def command_help(module_name: str) -> str:
     """The ``HELP`` string of module ``module_name``, read from its source without importing it
-    (nor the packages above it); "" when it has none or its source cannot be read."""
+    (nor the packages above it): the literal of its top-level line ``HELP = "..."``; "" when it
+    has none or its source cannot be read."""
     try:
         source_file = _source_file(module_name)
         if source_file is None:
             return ""
         with open(source_file, encoding="utf-8") as handle:
-            tree = ast.parse(handle.read(), filename=source_file)
+            for line in handle:
+                if line.startswith("HELP = "):
+                    value = ast.literal_eval(line.removeprefix("HELP = ").strip())
+                    return value if isinstance(value, str) else ""
     except (OSError, SyntaxError, ValueError, ImportError):
         return ""
-    for node in tree.body:
-        if (
-            isinstance(node, ast.Assign)
-            and any(isinstance(target, ast.Name) and target.id == "HELP" for target in node.targets)
-            and isinstance(node.value, ast.Constant)
-            and isinstance(node.value.value, str)
-        ):
-            return node.value.value
     return ""
 
 

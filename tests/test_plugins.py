@@ -151,3 +151,19 @@ def test_this_distribution_registers_its_search_policies_and_commands() -> None:
     assert {"onestep", "minimax", "negamax", "alphabeta", "solver"} <= set(plugins(POLICIES_GROUP))
     assert {"train", "accuracy", "export-kaggle", "export-onnx"} <= set(plugins(COMMANDS_GROUP))
     assert ".zip" in plugins(LOADERS_GROUP)
+
+
+def test_the_search_modules_register_their_batch_actors() -> None:
+    """The core names no search agent: the modules defining them register their batch actors,
+    for exactly their classes (a subclass may play differently, so it plays board by board)."""
+    from baselines.lookahead import MinimaxPolicy
+    from connectx_gym.batch import batch_actor
+    from connectx_gym.registry import make_policy
+
+    for spec in ("onestep", "minimax:depth=2", "negamax:depth=2"):
+        assert batch_actor(make_policy(spec)) is not None, spec
+
+    class Deeper(MinimaxPolicy):
+        pass
+
+    assert batch_actor(Deeper(depth=2)) is None
