@@ -14,7 +14,13 @@ import numpy as np
 from connectx_gym.bitboard import Board
 from connectx_gym.policy import KaggleAgentPolicy
 
-__all__ = ["KAGGLE_AGENTS", "KaggleBuiltinPolicy", "load_kaggle_agent"]
+__all__ = [
+    "KAGGLE_AGENTS",
+    "KaggleBuiltinPolicy",
+    "kaggle_negamax",
+    "kaggle_random",
+    "load_kaggle_agent",
+]
 
 #: The agents of kaggle-environments' ``connectx`` that can be wrapped.
 KAGGLE_AGENTS = ("random", "negamax")
@@ -65,3 +71,13 @@ class KaggleBuiltinPolicy(KaggleAgentPolicy):
 
     def __repr__(self) -> str:
         return f"KaggleBuiltinPolicy(agent={self.agent_name!r})"
+
+
+def kaggle_random() -> KaggleBuiltinPolicy:
+    """The ``"kaggle:random"`` policy (an entry point of this distribution)."""
+    return KaggleBuiltinPolicy("random")
+
+
+def kaggle_negamax() -> KaggleBuiltinPolicy:
+    """The ``"kaggle:negamax"`` policy (an entry point of this distribution)."""
+    return KaggleBuiltinPolicy("negamax")

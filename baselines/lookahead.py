@@ -30,7 +30,13 @@ from baselines._layout import (
 )
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
+from connectx_gym.policy import (
+    Policy,
+    choose_best,
+    register_batch_actor,
+    require_depth,
+    require_playable,
+)
 
 __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
 
@@ -153,3 +159,8 @@ class MinimaxPolicy(Policy):
 
     def __repr__(self) -> str:
         return f"MinimaxPolicy(depth={self.depth})"
+
+
+# The batched env answers all boards of these opponents at once (connectx_gym.batch).
+register_batch_actor(OneStepPolicy, "baselines.batched:onestep_act_batch")
+register_batch_actor(MinimaxPolicy, "baselines.batched:minimax_act_batch")

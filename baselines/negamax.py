@@ -23,7 +23,13 @@ from baselines._layout import (
     run_in_chunks,
 )
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
+from connectx_gym.policy import (
+    Policy,
+    choose_best,
+    register_batch_actor,
+    require_depth,
+    require_playable,
+)
 
 __all__ = ["NegamaxPolicy"]
 
@@ -77,3 +83,7 @@ class NegamaxPolicy(Policy):
 
     def __repr__(self) -> str:
         return f"NegamaxPolicy(depth={self.depth})"
+
+
+# The batched env answers all boards of this opponent at once (connectx_gym.batch).
+register_batch_actor(NegamaxPolicy, "baselines.batched:negamax_act_batch")

@@ -1,24 +1,27 @@
-"""Play measured against perfect play: mistake rates on the shipped labelled positions.
+"""Play measured against perfect play: the one judge of a policy's moves, for every position set.
 
-``baselines/data/positions.npz`` (made by :mod:`baselines.make_positions`; see the README next
-to it) holds positions from games between policies of mixed strength, at every phase of the game,
-each with the exact score of every legal move. A move is
+A move is
 
 - a **mistake** when it loses game value: it turns a won position into a draw or a loss, or a
   drawn one into a loss (the sign of its exact score is below the sign of the best score);
 - **perfect** when its exact score is the best score (it also keeps the fastest win or the
   slowest loss).
 
-An illegal answer counts as a mistake. Rates come with 95% Wilson intervals, per phase and
-overall. Use the ``test`` split for reports and the ``dev`` split for tuning (never tune on what
-you report)::
+An illegal answer counts as a mistake. :func:`evaluate_policy` judges a policy on any set of
+:mod:`baselines.position_sets` and returns one :class:`PerfectPlayResult`: rates with 95% Wilson
+intervals, per phase and overall. On the shipped labelled positions (the default; made by
+``tools/make_positions.py``) the exact score of every move is in the file; on Pons' files (the
+position's score is known) and on any boards, the solver judges the move played, and a position
+it cannot settle within ``node_limit`` / ``time_limit`` is counted as unsolved and left out. Use
+the ``test`` split for reports and the ``dev`` split for tuning (never tune on what you report)::
 
-    from baselines.perfect_play import evaluate_policy
+    from baselines.perfect_play import evaluate_policy, load_pons
 
     result = evaluate_policy("minimax:depth=4")          # test split, seed 0
     result.overall.mistake_rate, result.overall.mistake_ci95
     result.phases["opening"].perfect_rate
     print(result.table())                                # or result.to_dict() for JSON
+    evaluate_policy("minimax:depth=4", load_pons("Test_L2_R1", limit=200), time_limit=5)
 
 Evaluation is deterministic for a seed: the policy is reset before each position, and position
 ``i`` of the evaluated set draws from its own generator, ``default_rng(SeedSequence(seed).spawn(n)
@@ -28,17 +31,33 @@ executor=RayExecutor())`` (:mod:`connectx_gym.ray_executor`) gives the same resu
 
 from __future__ import annotations
 
-import json
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from connectx_gym.bitboard import Board, Geometry
+from baselines.position_sets import (
+    DEFAULT_POSITIONS,
+    SPLITS,
+    LabelledPositions,
+    PonsPosition,
+    load_pons,
+    load_positions,
+    positions_from_games,
+)
+from baselines.solver import SearchLimitError, get_solver
+from connectx_gym.bitboard import Board
 from connectx_gym.match import wilson_interval
-from connectx_gym.policy import Policy, PositionExecutor, PositionJob, answer_position
+from connectx_gym.policy import (
+    IllegalMoveError,
+    Policy,
+    PositionExecutor,
+    PositionJob,
+    answer_position,
+    validate_answer,
+)
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -47,88 +66,13 @@ __all__ = [
     "LabelledPositions",
     "PerfectPlayResult",
     "PhaseResult",
+    "PonsPosition",
     "evaluate_policy",
     "judge_moves",
+    "load_pons",
     "load_positions",
+    "positions_from_games",
 ]
-
-DEFAULT_POSITIONS = Path(__file__).parent / "data" / "positions.npz"
-#: Split names in the file's order (``split`` array values 0 and 1), and "all".
-SPLITS = ("dev", "test", "all")
-_ILLEGAL = -128
-
-
-@dataclass(frozen=True)
-class LabelledPositions:
-    """Positions with the exact score of every column (NaN for full columns).
-
-    ``moves[i]`` are the 0-based columns that reach position ``i``; ``phase[i]`` indexes
-    ``phases``; ``split[i]`` is 0 for dev, 1 for test.
-    """
-
-    geometry: Geometry
-    moves: tuple[tuple[int, ...], ...]
-    scores: np.ndarray
-    phase: np.ndarray
-    split: np.ndarray
-    phases: tuple[str, ...]
-    meta: dict[str, Any] = field(default_factory=dict, compare=False)
-
-    def __len__(self) -> int:
-        return len(self.moves)
-
-    def boards(self) -> list[Board]:
-        """The positions as boards."""
-        return [Board.from_moves(self.geometry, moves) for moves in self.moves]
-
-    def subset(self, keep: np.ndarray) -> LabelledPositions:
-        """The positions where the boolean array ``keep`` is true."""
-        keep = np.asarray(keep, dtype=bool)
-        return LabelledPositions(
-            self.geometry,
-            tuple(m for m, k in zip(self.moves, keep, strict=True) if k),
-            self.scores[keep],
-            self.phase[keep],
-            self.split[keep],
-            self.phases,
-            self.meta,
-        )
-
-
-def load_positions(path: str | Path | None = None, split: str = "test") -> LabelledPositions:
-    """The labelled positions of ``path`` (default: the shipped set), of one ``split``
-    (``"test"``, ``"dev"`` or ``"all"``)."""
-    if split not in SPLITS:
-        raise ValueError(f"split must be one of {', '.join(SPLITS)}, got {split!r}")
-    path = Path(path) if path is not None else DEFAULT_POSITIONS
-    if not path.is_file():
-        raise FileNotFoundError(f"no labelled positions at {path}")
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            meta = json.loads(str(data["meta"]))
-            plies = data["plies"].astype(np.int64)
-            moves = tuple(
-                tuple(int(c) for c in row[:n]) for row, n in zip(data["moves"], plies, strict=True)
-            )
-            raw_scores = data["scores"]
-            scores = np.where(raw_scores == _ILLEGAL, np.nan, raw_scores.astype(np.float64))
-            phase = data["phase"].astype(np.int64)
-            split_index = data["split"].astype(np.int64)
-    except (KeyError, ValueError, OSError) as error:
-        raise ValueError(f"{path} is not a labelled-positions file: {error}") from None
-    g = meta["geometry"]
-    positions = LabelledPositions(
-        Geometry(g["rows"], g["columns"], g["inarow"]),
-        moves,
-        scores,
-        phase,
-        split_index,
-        tuple(meta["phases"]),
-        meta,
-    )
-    if split == "all":
-        return positions
-    return positions.subset(split_index == SPLITS.index(split))
 
 
 def judge_moves(scores: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -152,17 +96,20 @@ def judge_moves(scores: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray,
 
 @dataclass(frozen=True)
 class PhaseResult:
-    """Mistakes and perfect moves over ``positions`` positions, with 95% Wilson intervals.
+    """Mistakes and perfect moves over ``positions`` judged positions, with 95% Wilson intervals.
 
     ``critical`` counts the positions where a mistake was possible at all (some legal move
-    loses value); in the others every move keeps the value.
+    loses value; None where the set does not score every move, as Pons' files); in the others
+    every move keeps the value. ``unsolved`` positions, which the solver could not settle within
+    its limits, are left out of the rest.
     """
 
     positions: int
     mistakes: int
     perfect: int
-    critical: int
+    critical: int | None
     illegal: int = 0
+    unsolved: int = 0
 
     @property
     def mistake_rate(self) -> float:
@@ -191,6 +138,7 @@ class PhaseResult:
             "perfect_ci95": list(self.perfect_ci95),
             "critical": self.critical,
             "illegal": self.illegal,
+            "unsolved": self.unsolved,
         }
 
 
@@ -228,6 +176,8 @@ class PerfectPlayResult:
                 f"| {name} | {result.positions} | {result.mistake_rate:.1%} | {ml:.1%}-{mh:.1%} "
                 f"| {result.perfect_rate:.1%} | {pl:.1%}-{ph:.1%} |"
             )
+        if self.overall.unsolved:
+            lines += ["", f"{self.overall.unsolved} positions unsolved within the limits, left out"]
         return "\n".join(lines)
 
 
@@ -242,20 +192,25 @@ def _summarise(
 
 def evaluate_policy(
     policy: str | Policy,
-    positions: LabelledPositions | None = None,
+    positions: LabelledPositions | Iterable[Board | PonsPosition] | None = None,
     *,
     split: str = "test",
     seed: int | None = 0,
     path: str | Path | None = None,
     executor: PositionExecutor | None = None,
+    node_limit: int | None = None,
+    time_limit: float | None = None,
 ) -> PerfectPlayResult:
-    """``policy``'s mistake and perfect-move rates on labelled ``positions``.
+    """``policy``'s mistake and perfect-move rates on ``positions``.
 
-    ``positions`` default to ``load_positions(path, split)`` (the shipped set's test split).
-    The policy (a spec or a :class:`~connectx_gym.policy.Policy`) is reset before each position;
-    position ``i`` draws from the ``i``-th child of ``numpy.random.SeedSequence(seed)``.
-    ``executor`` (e.g. ``connectx_gym.ray_executor.RayExecutor()``) answers the positions
-    elsewhere, with the same result as the local run.
+    ``positions`` default to ``load_positions(path, split)`` (the shipped set's test split); they
+    may be other :class:`LabelledPositions`, or boards and :class:`PonsPosition` (terminal boards
+    skipped), which the solver judges within ``node_limit`` / ``time_limit`` per solver call (up
+    to three per position). The policy (a spec or a :class:`~connectx_gym.policy.Policy`) is reset
+    before each position; position ``i`` draws from the ``i``-th child of
+    ``numpy.random.SeedSequence(seed)``. ``executor`` (e.g.
+    ``connectx_gym.ray_executor.RayExecutor()``) answers labelled positions elsewhere, with the
+    same result as the local run.
     """
     label = policy if isinstance(policy, str) else getattr(policy, "name", repr(policy))
     player = make_policy(policy)
@@ -263,6 +218,12 @@ def evaluate_policy(
         positions = load_positions(path, split)
     else:
         split = "given"
+    if not isinstance(positions, LabelledPositions):
+        if executor is not None:
+            raise ValueError("an executor answers labelled positions only")
+        limits = {"node_limit": node_limit, "time_limit": time_limit}
+        overall = _judge_with_solver(player, label, list(positions), seed, limits)
+        return PerfectPlayResult(label, split, seed, {}, overall)
     if len(positions) == 0:
         raise ValueError("no positions to evaluate")
     children = np.random.SeedSequence(seed).spawn(len(positions))
@@ -286,6 +247,43 @@ def evaluate_policy(
             phases[name] = _summarise(mistake[keep], perfect[keep], critical[keep], illegal[keep])
     overall = _summarise(mistake, perfect, critical, illegal)
     return PerfectPlayResult(label, split, seed, phases, overall)
+
+
+def _judge_with_solver(
+    player: Policy,
+    label: str,
+    items: list[Board | PonsPosition],
+    seed: int | None,
+    limits: dict[str, Any],
+) -> PhaseResult:
+    """The moves of ``player`` on boards (or Pons positions, whose known score spares a solve),
+    judged by the solver; a position it cannot settle within ``limits`` is counted unsolved."""
+    boards = [item.board if isinstance(item, PonsPosition) else item for item in items]
+    known = [item.score if isinstance(item, PonsPosition) else None for item in items]
+    playable = [index for index, board in enumerate(boards) if not board.is_terminal()]
+    if not playable:
+        raise ValueError("no positions to evaluate")
+    children = np.random.SeedSequence(seed).spawn(len(playable))
+    judged = mistakes = perfect = illegal = unsolved = 0
+    for index, child in zip(playable, children, strict=True):
+        board = boards[index]
+        player.reset()
+        try:
+            column = validate_answer(player.act(board, np.random.default_rng(child)), board, label)
+        except IllegalMoveError:
+            judged, mistakes, illegal = judged + 1, mistakes + 1, illegal + 1
+            continue
+        solver = get_solver(board.geometry)
+        try:
+            best = solver.solve(board, **limits) if known[index] is None else known[index]
+            kept = solver.keeps_best(board, column, best, **limits)
+            # a move that keeps the best score keeps the value: a second search only otherwise
+            lost = not kept and not solver.keeps_value(board, column, best, **limits)
+        except SearchLimitError:
+            unsolved += 1
+            continue
+        judged, perfect, mistakes = judged + 1, perfect + kept, mistakes + lost
+    return PhaseResult(judged, mistakes, perfect, None, illegal, unsolved)
 
 
 def _critical(scores: np.ndarray) -> np.ndarray:

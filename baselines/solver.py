@@ -1,4 +1,4 @@
-"""An exact ConnectX solver and a perfect-play policy (judging policies: baselines.evaluation).
+"""An exact ConnectX solver and a perfect-play policy (judging policies: baselines.perfect_play).
 
 Scores follow Pascal Pons' Connect Four benchmark: 0 for a draw; when the side to move wins, a
 positive score that is larger the sooner it wins, negative when it loses. With ``cells`` cells on
@@ -478,15 +478,3 @@ class SolverPolicy(Policy):
             f"SolverPolicy(time_budget={self.time_budget}, solve_share={self.solve_share}, "
             f"table_bits={self.table_bits})"
         )
-
-
-_MOVED = {"AccuracyResult", "PonsPosition", "load_pons", "move_accuracy", "positions_from_games"}
-
-
-def __getattr__(name: str) -> object:
-    # Pons files and move accuracy moved to baselines.evaluation; old imports keep working.
-    if name in _MOVED:
-        import baselines.evaluation
-
-        return getattr(baselines.evaluation, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

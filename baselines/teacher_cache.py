@@ -9,9 +9,9 @@ and :func:`~baselines.teacher_labels.make_teacher_set` reads a chunk from here w
 one: the same positions and values, made by the same function (a test relabels some and compares).
 Any other seed, board or setting labels its own chunks as before.
 
-Made by ``python -m baselines.teacher_cache --positions 200000 --workers 2`` (resumable: labelled
-chunks are kept in ``--cache``); ``--check N`` relabels ``N`` random chunks of the file and
-compares them.
+This module reads the file (and holds its format); ``python -m tools.teacher_cache --positions
+200000 --workers 2`` in the repository makes it (resumable: labelled chunks are kept in
+``--cache``), and ``--check N`` relabels ``N`` random chunks of the file and compares them.
 
 Arrays: ``keys`` (str ``[c]``, :func:`~baselines.teacher_labels.chunk_key` of each chunk),
 ``offsets`` int64 ``[c + 1]`` (chunk ``i`` holds positions ``offsets[i]:offsets[i + 1]``),
@@ -22,11 +22,10 @@ padded), ``values`` int8 ``[n, columns]`` (the chunk's values, -128 for a full c
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
+import itertools
 import json
-import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,26 +33,40 @@ from typing import Any
 
 import numpy as np
 
-from baselines.teacher_labels import (
-    KEEP,
-    MIN_PLY,
-    NODE_LIMIT,
-    ChunkResult,
-    ChunkSettings,
-    chunk_jobs,
-    chunk_key,
-    evaluation_keys,
-    label_chunk,
-    label_chunks,
-    pad_moves,
-    unpad_moves,
-)
-from connectx_gym.bitboard import Geometry
-
-__all__ = ["SHIPPED_FILE", "ChunkStore", "exclusion_digest", "main", "shipped_store"]
+__all__ = [
+    "SHIPPED_FILE",
+    "ChunkResult",
+    "ChunkStore",
+    "exclusion_digest",
+    "pad_moves",
+    "shipped_store",
+    "unpad_moves",
+]
 
 #: the shipped labels, in ``baselines/data``
 SHIPPED_FILE = Path(__file__).parent / "data" / "teacher_chunks.npz"
+#: a labelled chunk: (moves of each position, its move values, games played, positions skipped)
+ChunkResult = tuple[list[list[int]], list[np.ndarray], int, int]
+
+
+def pad_moves(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:
+    """Move sequences as an int8 ``[len(rows), width]`` array, padded with -1."""
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    if len(rows) and lengths.max() > width:
+        raise ValueError(f"a row of {lengths.max()} moves is wider than {width}")
+    padded = np.full((len(rows), width), -1, dtype=np.int8)
+    # the cells before each row's length, in row-major order: the rows' moves one after another
+    padded[np.arange(width) < lengths[:, None]] = np.fromiter(
+        itertools.chain.from_iterable(rows), dtype=np.int8, count=int(lengths.sum())
+    )
+    return padded
+
+
+def unpad_moves(padded: np.ndarray) -> list[list[int]]:
+    """The move sequences of a -1 padded array (the inverse of :func:`pad_moves`)."""
+    played = padded >= 0
+    moves = iter(padded[played].tolist())  # row-major: row after row
+    return [list(itertools.islice(moves, length)) for length in played.sum(axis=1).tolist()]
 
 
 def exclusion_digest(keys: Iterable[tuple[int, int]]) -> str:
@@ -138,83 +151,3 @@ class ChunkStore:
 def shipped_store() -> ChunkStore | None:
     """The shipped labels (read once), or ``None`` where the file is absent."""
     return ChunkStore.load(SHIPPED_FILE) if SHIPPED_FILE.is_file() else None
-
-
-def _check(store: ChunkStore, count: int, seed: int, args: list[tuple]) -> None:
-    """Relabel ``count`` chunks of ``store`` picked at random; raise if one differs."""
-    picks = np.random.default_rng(seed).choice(len(args), size=min(count, len(args)), replace=False)
-    for index in sorted(picks.tolist()):
-        expected = label_chunk(*args[index])
-        held = store.get(chunk_key(args[index]))
-        if held is None or held[0] != expected[0] or held[2:] != expected[2:]:
-            raise SystemExit(f"chunk {index} differs from its relabelling")
-        if not all(np.array_equal(a, b) for a, b in zip(held[1], expected[1], strict=True)):
-            raise SystemExit(f"chunk {index}'s values differ from its relabelling")
-        print(f"chunk {index}: {len(expected[0])} positions equal", file=sys.stderr)
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Label the chunks of ``--positions`` teacher positions of ``--seed`` on 6x7 (the default
-    settings) and write them as a store; or, with ``--check N``, relabel N of a store's."""
-    parser = argparse.ArgumentParser(
-        prog="python -m baselines.teacher_cache", description=main.__doc__
-    )
-    parser.add_argument("--positions", type=int, default=200_000, help="positions (chunks of 250)")
-    parser.add_argument("--seed", type=int, default=0, help="the run seed the chunks belong to")
-    parser.add_argument("--workers", type=int, default=2, help="labelling processes")
-    parser.add_argument(
-        "--cache",
-        type=Path,
-        default=Path("runs/teacher_cache"),
-        help="folder of labelled chunk files (kept, so a stopped command resumes)",
-    )
-    parser.add_argument("--out", type=Path, default=SHIPPED_FILE, help="the store to write")
-    parser.add_argument(
-        "--check",
-        type=int,
-        default=0,
-        metavar="N",
-        help="relabel N random chunks of --out and compare (writes nothing)",
-    )
-    options = parser.parse_args(argv)
-    for name in ("positions", "workers"):
-        if getattr(options, name) < 1:
-            parser.error(f"--{name} must be >= 1, got {getattr(options, name)}")
-    if options.check < 0:
-        parser.error(f"--check must be >= 0, got {options.check}")
-    geometry = Geometry(6, 7, 4)
-    excluded = frozenset(evaluation_keys(geometry))
-    settings = ChunkSettings(geometry.key, MIN_PLY, KEEP, NODE_LIMIT)
-    args = chunk_jobs(settings, options.positions, options.seed, excluded)
-    if options.check and not options.out.is_file():
-        parser.error(f"no store to check at {options.out}")
-    if options.check:
-        _check(ChunkStore.load(options.out), options.check, options.seed, args)
-        return 0
-    results = label_chunks(
-        settings,
-        options.positions,
-        options.seed,
-        workers=options.workers,
-        cache=options.cache,
-        shipped=False,
-        log=lambda line: print(line, file=sys.stderr),
-    )
-    command = "python -m baselines.teacher_cache " + " ".join(argv or sys.argv[1:])
-    meta = {
-        "command": command.strip(),
-        "geometry": list(geometry.key),
-        "seed": options.seed,
-        "positions": options.positions,
-        "settings": settings.name(),
-        "exclusion": exclusion_digest(excluded),
-    }
-    keys = [chunk_key(item) for item in args]
-    store = ChunkStore.from_chunks(keys, results, geometry.cells, meta)
-    store.save(options.out)
-    print(f"{options.out}: {len(store)} chunks, {len(store.moves)} positions", file=sys.stderr)
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

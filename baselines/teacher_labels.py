@@ -22,7 +22,6 @@ How positions are made (deterministic for a seed, whatever the number of worker 
 from __future__ import annotations
 
 import hashlib
-import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -32,9 +31,16 @@ from typing import Any
 
 import numpy as np
 
-from baselines.make_positions import canonical_key, canonical_keys, play_game
-from baselines.perfect_play import load_positions
+from baselines.game_positions import canonical_key, canonical_keys, play_game
+from baselines.position_sets import load_positions
 from baselines.solver import SearchLimitError, Solver
+from baselines.teacher_cache import (
+    ChunkResult,
+    exclusion_digest,
+    pad_moves,
+    shipped_store,
+    unpad_moves,
+)
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.openings import ply_openings
 from connectx_gym.registry import make_policy
@@ -75,30 +81,8 @@ PLAYERS: tuple[str, ...] = (
 )
 #: value stored for a full column
 ILLEGAL = -128
-#: a labelled chunk: (moves of each position, its move values, games played, positions skipped)
-ChunkResult = tuple[list[list[int]], list[np.ndarray], int, int]
 #: the positions :func:`make_teacher_set` keeps and labels by default (its keyword defaults)
 MIN_PLY, KEEP, NODE_LIMIT = 8, 0.35, 1_000_000
-
-
-def pad_moves(rows: Sequence[Sequence[int]], width: int) -> np.ndarray:
-    """Move sequences as an int8 ``[len(rows), width]`` array, padded with -1."""
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    if len(rows) and lengths.max() > width:
-        raise ValueError(f"a row of {lengths.max()} moves is wider than {width}")
-    padded = np.full((len(rows), width), -1, dtype=np.int8)
-    # the cells before each row's length, in row-major order: the rows' moves one after another
-    padded[np.arange(width) < lengths[:, None]] = np.fromiter(
-        itertools.chain.from_iterable(rows), dtype=np.int8, count=int(lengths.sum())
-    )
-    return padded
-
-
-def unpad_moves(padded: np.ndarray) -> list[list[int]]:
-    """The move sequences of a -1 padded array (the inverse of :func:`pad_moves`)."""
-    played = padded >= 0
-    moves = iter(padded[played].tolist())  # row-major: row after row
-    return [list(itertools.islice(moves, length)) for length in played.sum(axis=1).tolist()]
 
 
 @dataclass(frozen=True)
@@ -360,8 +344,6 @@ def _read_shipped(
 ) -> None:
     """Fill ``results`` with the shipped labels' chunks among ``args``, when they were made
     with the same excluded positions."""
-    from baselines.teacher_cache import exclusion_digest, shipped_store
-
     store = shipped_store()
     if store is None or store.exclusion != exclusion_digest(excluded):
         return

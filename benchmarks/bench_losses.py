@@ -4,8 +4,8 @@ For each agent (a policy spec or a weights ``.npz``; default: the shipped ``ppo`
 issue's match protocol (49 two-ply openings from both seats, 98 games per seed) against an
 opponent (default: alphabeta at 50 ms per move, the hardest target), then walks back every game
 the agent did not win with the exact solver to its last value-losing move
-(:mod:`baselines.game_review`). The table says in which phase of the game (plies of
-:func:`baselines.make_positions.phase_bounds`) those moves were: where more teaching pays.
+(:mod:`tools.game_review`). The table says in which phase of the game (plies of
+:func:`baselines.game_positions.phase_bounds`) those moves were: where more teaching pays.
 
 Positions of few stones can take seconds each to weakly solve: ``--node-limit`` caps each one,
 and a game whose walk meets an unproven position counts as "unproven" (its decisive move, if
@@ -24,10 +24,12 @@ import time
 from pathlib import Path
 from typing import Any
 
-from baselines.game_review import review_games
-from baselines.make_positions import phase_bounds
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ of this checkout
+
+from baselines.game_positions import phase_bounds
 from connectx_gym.bitboard import Geometry
 from connectx_gym.match import play_match
+from tools.game_review import review_games
 
 
 def measure(

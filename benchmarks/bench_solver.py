@@ -23,7 +23,7 @@ import sys
 import time
 from pathlib import Path
 
-from baselines.evaluation import load_pons
+from baselines.position_sets import load_pons
 from baselines.solver import Solver
 from connectx_gym import Geometry
 

@@ -1,8 +1,8 @@
 """connectx-gym: ConnectX rules, the ``ConnectX-v0`` Gymnasium environment and a policy registry.
 
-Importing this package registers ``ConnectX-v0`` with Gymnasium and the built-in policies with the
-registry; the search agents (package ``baselines``) and the model loaders are imported only when a
-policy that needs them is first made.
+Importing this package registers ``ConnectX-v0`` with Gymnasium and the core's own policies with
+the registry. Installed packages add theirs (the search agents among them) through entry points
+(:mod:`connectx_gym.plugins`); each is imported only when a policy that needs it is first made.
 """
 
 from __future__ import annotations
@@ -50,13 +50,6 @@ __all__ = [
 ]
 
 register_policy("random", "connectx_gym.policy:RandomPolicy")
-register_policy("onestep", "baselines.lookahead:OneStepPolicy")
-register_policy("minimax", "baselines.lookahead:MinimaxPolicy", depth=3)
-register_policy("negamax", "baselines.negamax:NegamaxPolicy", depth=4)
-register_policy("alphabeta", "baselines.alphabeta:AlphaBetaPolicy")
-register_policy("kaggle:random", "baselines.kaggle_agents:KaggleBuiltinPolicy", agent="random")
-register_policy("kaggle:negamax", "baselines.kaggle_agents:KaggleBuiltinPolicy", agent="negamax")
-register_policy("solver", "baselines.solver:SolverPolicy")
 register_policy("file", "connectx_gym.files:load_policy_file")
 register_policy("ppo", "connectx_gym.files:load_ppo")
 

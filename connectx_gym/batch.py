@@ -3,12 +3,13 @@
 A policy answers a whole :class:`BoardBatch` (the positions of every board that faces it, each seen
 from the player to move) in one call when it offers ``act_batch(batch, rng) -> columns``, or when
 a batch actor is registered for its class (:func:`register_batch_actor`, a lazy ``"module:attr"``
-entry point like the policy registry's). Built in: :class:`~connectx_gym.policy.RandomPolicy`
-(one numba kernel), :class:`~connectx_gym.policy.NoisyPolicy` (``spec~epsilon``: a random column
-with probability epsilon, the wrapped policy's batch for the rest),
-:class:`~connectx_gym.files.NumpyNetPolicy` (one forward pass for all boards) and the search agents
-of :mod:`baselines` (``onestep``, ``minimax``, ``negamax``, in :mod:`baselines.batched`). Any other
-policy (Kaggle callables, Python policies) is asked board by board. All randomness comes from the
+entry point like the policy registry's, registered by the module that defines the class). Built
+in: :class:`~connectx_gym.policy.RandomPolicy` (one numba kernel),
+:class:`~connectx_gym.policy.NoisyPolicy` (``spec~epsilon``: a random column with probability
+epsilon, the wrapped policy's batch for the rest) and :class:`~connectx_gym.files.NumpyNetPolicy`
+(one forward pass for all boards); the search package registers its own (``onestep``,
+``minimax``, ``negamax``). Any other policy (Kaggle callables, Python policies) is asked board by
+board. All randomness comes from the
 caller's generator.
 """
 
@@ -22,7 +23,15 @@ import numpy as np
 
 from connectx_gym import _vector_kernels
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.policy import IllegalMoveError, NoisyPolicy, Policy, RandomPolicy, validate_answer
+from connectx_gym.policy import (
+    BATCH_ACTORS,
+    IllegalMoveError,
+    NoisyPolicy,
+    Policy,
+    RandomPolicy,
+    register_batch_actor,
+    validate_answer,
+)
 
 __all__ = [
     "BoardBatch",
@@ -33,12 +42,6 @@ __all__ = [
 ]
 
 BatchActor = Callable[["BoardBatch", np.random.Generator], np.ndarray]
-
-_batch_actors: dict[str, str | BatchActor] = {
-    "baselines.lookahead.OneStepPolicy": "baselines.batched:onestep_act_batch",
-    "baselines.lookahead.MinimaxPolicy": "baselines.batched:minimax_act_batch",
-    "baselines.negamax.NegamaxPolicy": "baselines.batched:negamax_act_batch",
-}
 
 
 class BoardBatch:
@@ -80,12 +83,6 @@ class BoardBatch:
         return out
 
 
-def register_batch_actor(policy_class: str, actor: str | BatchActor) -> None:
-    """Answer the boards of every policy of exactly the class ``"module.QualName"`` with
-    ``actor(policy, batch, rng) -> columns`` (a ``"module:attr"`` string: imported at first use)."""
-    _batch_actors[policy_class] = actor
-
-
 def batch_actor(policy: Policy) -> BatchActor | None:
     """A function answering a whole batch for ``policy``, or None (then it plays board by board)."""
     own = getattr(policy, "act_batch", None)
@@ -99,13 +96,13 @@ def batch_actor(policy: Policy) -> BatchActor | None:
     key = f"{cls.__module__}.{cls.__qualname__}"
     if key == "connectx_gym.files.NumpyNetPolicy":
         return lambda batch, rng: _net_act_batch(policy, batch, rng)
-    actor = _batch_actors.get(key)
+    actor = BATCH_ACTORS.get(key)
     if actor is None:
         return None
     if isinstance(actor, str):
         module_name, _, attribute = actor.partition(":")
         actor = getattr(importlib.import_module(module_name), attribute)
-        _batch_actors[key] = actor
+        BATCH_ACTORS[key] = actor
     function = actor
     return lambda batch, rng: function(policy, batch, rng)
 

@@ -18,8 +18,8 @@ with a step of ``1`` (vertical), ``height`` (horizontal), ``height + 1`` and ``h
 (the diagonals).
 
 The module-level functions take and return plain integers and use only integer arithmetic, so the
-search code in :mod:`baselines` compiles these very functions with numba (``int64``) when the board
-fits in 64 bits (:attr:`Geometry.fits_64_bits`), and runs them on Python integers for larger boards.
+search package compiles these very functions with numba (``int64``) when the board fits in 64 bits
+(:attr:`Geometry.fits_64_bits`), and runs them on Python integers for larger boards.
 On a 64-bit board bit 63 is the last column's sentinel: stones and masks never hold it, so they are
 non-negative ``int64``; values that reach it on the way (the carry of ``mask + bottom``, left
 shifts) wrap around harmlessly because they are masked with playable cells before use.

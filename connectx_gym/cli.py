@@ -1,18 +1,21 @@
 """The ``connectx`` command: a thin top layer over the packages, one module per subcommand.
 
-Subcommands are registered as lazy ``"module:attr"`` strings with their one-line help, the way the
-core registers policies, so ``connectx --help`` lists every command without importing any of them,
-and only the command that runs is imported (``connectx evaluate`` never imports torch; only
-``connectx train`` and exporting an SB3 ``.zip`` do).
+Subcommands are modules named lazily: the core's own in :data:`COMMANDS`, every installed
+package's through its ``connectx_gym.commands`` entry points (:mod:`connectx_gym.plugins`; the
+training and accuracy commands come that way). ``connectx --help`` lists every command without
+importing any of them, and only the command that runs is imported (``connectx evaluate`` never
+imports torch).
 
-A subcommand is a module with two functions::
+A subcommand is a module with a one-line ``HELP`` string and two functions::
 
+    HELP = "play agents in the browser"
     def add_arguments(parser: argparse.ArgumentParser) -> None: ...   # its flags
     def run(args: argparse.Namespace) -> int: ...                     # the exit status
 
-Registering one is a single line in :data:`COMMANDS`::
+Registering one is a single line: in :data:`COMMANDS` for the core, else an entry point::
 
-    "serve": Command("connectx_gym.commands.serve", "play agents in the browser"),
+    [project.entry-points."connectx_gym.commands"]
+    serve = "connectx_gym.commands.serve"
 
 Errors end with one line on stderr and a non-zero exit status (2 for bad input, 1 for other
 failures, 130 when interrupted), never a traceback; set ``CONNECTX_DEBUG=1`` to see one.
@@ -28,7 +31,9 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
-__all__ = ["COMMANDS", "Command", "build_parser", "main"]
+from connectx_gym.plugins import COMMANDS_GROUP, command_help, plugins
+
+__all__ = ["COMMANDS", "Command", "build_parser", "commands", "main"]
 
 EXIT_ERROR = 1
 EXIT_USAGE = 2
@@ -53,23 +58,23 @@ class Command(NamedTuple):
         return importlib.import_module(self.module)
 
 
-#: The subcommands, in the order ``connectx --help`` lists them.
-COMMANDS: dict[str, Command] = {
-    "train": Command("train.commands.train", "train a MaskablePPO agent (curriculum, self-play)"),
-    "evaluate": Command("connectx_gym.commands.evaluate", "play A against B, seats alternating"),
-    "tournament": Command("connectx_gym.commands.tournament", "round robin with Elo ratings"),
-    "play": Command("connectx_gym.commands.play", "play against a policy in the terminal"),
-    "serve": Command(
-        "connectx_gym.commands.serve", "play, replay and analyse games in the browser"
-    ),
-    "export-kaggle": Command(
-        "train.commands.export_kaggle", "write a self-contained Kaggle main.py from a model"
-    ),
-    "export-onnx": Command("train.commands.export_onnx", "write an ONNX graph of a model's policy"),
-    "accuracy": Command(
-        "baselines.commands.accuracy", "mistake rate against perfect play, per game phase"
-    ),
+#: The core's own subcommands: name -> module.
+COMMANDS: dict[str, str] = {
+    "evaluate": "connectx_gym.commands.evaluate",
+    "tournament": "connectx_gym.commands.tournament",
+    "play": "connectx_gym.commands.play",
+    "serve": "connectx_gym.commands.serve",
 }
+
+
+def commands() -> dict[str, Command]:
+    """Every subcommand, in the order ``connectx --help`` lists them: the core's, then those of
+    the installed packages by name (a core name wins)."""
+    found = {name: Command(module, command_help(module)) for name, module in COMMANDS.items()}
+    for name, entry in sorted(plugins(COMMANDS_GROUP).items()):
+        if name not in found:
+            found[name] = Command(entry.module, command_help(entry.module))
+    return found
 
 
 class _Parser(argparse.ArgumentParser):
@@ -94,11 +99,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=SAFETY_NOTE,
     )
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name, entry in COMMANDS.items():
+    for name, entry in commands().items():
         sub = subparsers.add_parser(
             name,
             help=entry.help,
-            description=entry.help[0].upper() + entry.help[1:] + ".",
+            description=entry.help[:1].upper() + entry.help[1:] + "." if entry.help else None,
             epilog=SAFETY_NOTE,
         )
         if command is None or command == name:
@@ -118,14 +123,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run ``connectx`` with ``argv`` (default: the command line); returns the exit status."""
     argv = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen_command(argv)
+    available = commands()
     try:
-        parser = build_parser(chosen if chosen in COMMANDS else "")
+        parser = build_parser(chosen if chosen in available else "")
     except ImportError as error:  # a command whose package or extra is missing
         print(f"connectx {chosen}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     args = parser.parse_args(argv)
     try:
-        return int(COMMANDS[args.command].load().run(args))
+        return int(available[args.command].load().run(args))
     except KeyboardInterrupt:
         print("\nconnectx: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

@@ -10,10 +10,11 @@ spec does (``ConnectX-v0``'s opponent, ``play_match``, the ``connectx`` CLI)::
 The package ships trained weights too (:data:`SHIPPED_WEIGHTS`): ``make_policy("ppo")`` is the
 agent of ``connectx train --preset strong`` (see ``connectx_gym/data/README.md``).
 
-:data:`FILE_LOADERS` is the one place that decides which loader a file suffix gets, by lazy
-``"module:attr"`` entry points (the ``.zip`` loader lives in the ``train`` package and is imported
-only when a ``.zip`` is loaded). A loader returns a :class:`~connectx_gym.weights.WeightsFile` or a
-Kaggle-style agent function.
+:func:`file_loaders` is the one place that decides which loader a file suffix gets, by lazy
+``"module:attr"`` entry points: the core's own (:data:`FILE_LOADERS`) and those the installed
+packages declare in the ``connectx_gym.loaders`` group (the ``.zip`` loader comes from the training
+package that way and is imported only when a ``.zip`` is loaded). A loader returns a
+:class:`~connectx_gym.weights.WeightsFile` or a Kaggle-style agent function.
 
 **Safety.** A ``.npz`` weights file is read by :func:`connectx_gym.weights.read_weights`: never
 unpickled, bounded in size and nesting, checked against the largest board
@@ -31,6 +32,7 @@ import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -38,6 +40,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Board, Geometry
+from connectx_gym.plugins import LOADERS_GROUP, plugins, provider
 from connectx_gym.policy import KaggleAgentPolicy, Policy, choose_best
 from connectx_gym.weights import (
     WEIGHTS_FORMAT,
@@ -55,6 +58,7 @@ __all__ = [
     "NumpyNetPolicy",
     "WeightsFile",
     "conv2d_same",
+    "file_loaders",
     "forward_layers",
     "load_file",
     "load_kaggle_agent",
@@ -64,18 +68,26 @@ __all__ = [
     "save_weights",
 ]
 
-TRAIN_HINT = 'loading SB3 models needs the training extra: pip install "connectx-gym[train]"'
 UNPICKLE_WARNING = (
     "loading an SB3 .zip model unpickles Python objects, which can run code from the file; "
     "only load models you trust, and share agents as weights-only .npz files"
 )
 
-#: File suffix -> ``"module:attr"`` of its loader, ``loader(path) -> WeightsFile | agent``.
+#: The core's file suffixes -> ``"module:attr"`` of the loader, ``loader(path) -> WeightsFile |
+#: agent``; installed packages add suffixes (:func:`file_loaders`).
 FILE_LOADERS: dict[str, str] = {
     ".npz": "connectx_gym.files:load_weights",
-    ".zip": "train.sb3_files:weights_from_sb3",
     ".py": "connectx_gym.files:load_kaggle_agent",
 }
+
+
+def file_loaders() -> dict[str, EntryPoint | str]:
+    """Every loadable suffix (lower case, with its dot) -> its loader's entry point: the
+    ``connectx_gym.loaders`` entry points of the installed packages, then the core's own."""
+    loaders: dict[str, EntryPoint | str] = {
+        name.lower(): entry for name, entry in plugins(LOADERS_GROUP).items()
+    }
+    return {**loaders, **FILE_LOADERS}
 
 
 # -- the weights-only file ------------------------------------------------------------------------
@@ -109,17 +121,20 @@ def load_file(path: str | Path) -> Any:
     file = Path(path)
     if not file.is_file():
         raise FileNotFoundError(f"no such model or agent file: {file}")
-    entry_point = FILE_LOADERS.get(file.suffix.lower())
+    loaders = file_loaders()
+    entry_point = loaders.get(file.suffix.lower())
     if entry_point is None:
-        expected = ", ".join(FILE_LOADERS)
+        expected = ", ".join(sorted(loaders))
         raise ValueError(f"unknown model file type {file.suffix!r} of {file}: expected {expected}")
-    module_name, _, attribute = entry_point.partition(":")
+    if isinstance(entry_point, str):
+        module_name, _, attribute = entry_point.partition(":")
+        return getattr(importlib.import_module(module_name), attribute)(file)
     try:
-        module = importlib.import_module(module_name)
+        loader = entry_point.load()
     except ImportError as error:
-        hint = TRAIN_HINT if module_name.startswith("train") else f"cannot load {file}"
-        raise ImportError(f"{hint} ({error})") from None
-    return getattr(module, attribute)(file)
+        origin = provider(entry_point)
+        raise ImportError(f"cannot load {file}: the loader of {origin} fails ({error})") from None
+    return loader(file)
 
 
 # -- policies -------------------------------------------------------------------------------------

@@ -2,14 +2,16 @@
 stdlib only, since the Kaggle export embeds its source in ``main.py``.
 
 A network is a list of ``layers`` run in order on ``(batch, 2, rows, columns)`` planes (the mover's
-discs, then the opponent's) and ending with one logit per column. The ops are ``ones_plane``
-(append a plane of ones), ``input_planes`` (append a plane of ones and the plane of *landing
-cells*, the cell each non-full column would receive next, and remember the latter), ``conv`` (2-D
-cross-correlation, zero "same" padding, odd kernels), ``linear``, ``relu``, ``tanh``, ``flatten``,
-``residual`` (``x + layers(x)`` for its ``body``), ``branches`` (run each list of layers on ``x``
-and concatenate the flattened results), ``gather_landing`` (a one-plane map read at each column's
-landing cell: one value per column) and ``linear_plus_prefix`` (a linear layer plus the first
-``out`` inputs, which are per-column scores).
+discs, then the opponent's) and ending with one logit per column. :data:`OPERATIONS` is the one
+table of the operations a layer may name, each with its shape rule and its numpy kernel (the torch
+export keeps a table of the same names, and a test checks that every table covers every
+operation): ``ones_plane`` (append a plane of ones), ``input_planes`` (append a plane of ones and
+the plane of *landing cells*, the cell each non-full column would receive next, and remember the
+latter), ``conv`` (2-D cross-correlation, zero "same" padding, odd kernels), ``linear``, ``relu``,
+``tanh``, ``flatten``, ``residual`` (``x + layers(x)`` for its ``body``), ``branches`` (run each
+list of layers on ``x`` and concatenate the flattened results), ``gather_landing`` (a one-plane
+map read at each column's landing cell: one value per column) and ``linear_plus_prefix`` (a linear
+layer plus the first ``out`` inputs, which are per-column scores).
 
 Speed: one board is a batch of one, so the fixed cost of each numpy call counts as much as the
 arithmetic. Planes stay channels-last between layers; a 3x3 convolution over many channels runs
@@ -23,11 +25,16 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
 __all__ = [
+    "MAX_LAYERS",
+    "OPERATIONS",
     "WINOGRAD_MIN_CHANNELS",
+    "Operation",
     "best_legal_column",
     "conv2d_same",
     "conv_kernel",
@@ -35,6 +42,7 @@ __all__ = [
     "forward_layers",
     "im2col_kernel",
     "masked_logits",
+    "output_shape",
 ]
 
 #: Input channels from which a 3x3 convolution runs as Winograd: below it the transforms cost
@@ -170,10 +178,9 @@ def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
     by weight name: what :func:`forward_layers` takes as ``kernels``."""
     kernels = {}
     for layer in layers:
-        op = layer["op"]
-        if op == "conv" and params[layer["weight"]].shape[2:] != (1, 1):
+        if layer["op"] == "conv" and params[layer["weight"]].shape[2:] != (1, 1):
             kernels[layer["weight"]] = conv_kernel(params[layer["weight"]])
-        for body in layer.get("branches", []) + ([layer["body"]] if op == "residual" else []):
+        for body in OPERATIONS[layer["op"]].bodies(layer):
             kernels.update(conv_kernels(body, params))
     return kernels
 
@@ -190,7 +197,8 @@ def forward_layers(
     cells from ``input_planes`` to ``gather_landing``; ``kernels``, from :func:`conv_kernels`,
     spares the convolutions re-making their matrices). Planes are kept channels-last inside."""
     inside = x.transpose(0, 2, 3, 1) if x.ndim == 4 else x
-    out = _forward_channels_last(layers, params, inside, {} if saved is None else saved, kernels)
+    network = _Run(params, {} if saved is None else saved, {} if kernels is None else kernels)
+    out = network.run(layers, inside)
     return out.transpose(0, 3, 1, 2) if out.ndim == 4 else out
 
 
@@ -200,47 +208,209 @@ def _flatten(x: np.ndarray) -> np.ndarray:
     return planes.reshape(len(x), math.prod(x.shape[1:]))
 
 
-def _forward_channels_last(
-    layers: list, params: dict, x: np.ndarray, saved: dict, kernels: dict | None
-) -> np.ndarray:
-    """:func:`forward_layers` on (N, H, W, C) planes (or (N, F) features)."""
-    kernels = {} if kernels is None else kernels
-    for layer in layers:
-        op = layer["op"]
-        if op == "ones_plane":
-            x = np.concatenate([x, np.ones_like(x[..., :1])], axis=-1)
-        elif op == "input_planes":
-            occupied = x[..., 0] + x[..., 1]
-            below = np.concatenate([occupied[:, 1:], np.ones_like(occupied[:, :1])], axis=1)
-            saved["landing"] = (1 - occupied) * below
-            x = np.concatenate([x, np.ones_like(x[..., :1]), saved["landing"][..., None]], axis=-1)
-        elif op == "gather_landing":
-            x = (x[..., 0] * saved["landing"]).sum(axis=1)
-        elif op == "branches":
-            outputs = [
-                _forward_channels_last(body, params, x, saved, kernels)
-                for body in layer["branches"]
-            ]
-            x = np.concatenate([_flatten(out) for out in outputs], axis=1)
-        elif op == "linear_plus_prefix":
-            weight = params[layer["weight"]]
-            x = x @ weight.T + params[layer["bias"]] + x[:, : weight.shape[0]]
-        elif op == "conv":
-            name = layer["weight"]
-            x = _conv_channels_last(x, params[name], params[layer["bias"]], kernels.get(name))
-        elif op == "linear":
-            x = x @ params[layer["weight"]].T + params[layer["bias"]]
-        elif op == "relu":
-            x = np.maximum(x, 0)
-        elif op == "tanh":
-            x = np.tanh(x)
-        elif op == "flatten":
-            x = _flatten(x)
-        elif op == "residual":
-            x = x + _forward_channels_last(layer["body"], params, x, saved, kernels)
-        else:
-            raise ValueError(f"unknown layer op {op!r}")
-    return x
+class _Run(NamedTuple):
+    """What the numpy kernels share while a network runs: its arrays, the landing cells of
+    ``input_planes`` and the convolutions' matrices."""
+
+    params: dict
+    saved: dict
+    kernels: dict
+
+    def run(self, layers: list, x: np.ndarray) -> np.ndarray:
+        """``layers`` on (N, H, W, C) planes (or (N, F) features), each by its numpy kernel."""
+        for layer in layers:
+            operation = OPERATIONS.get(layer["op"])
+            if operation is None:
+                raise ValueError(f"unknown layer op {layer['op']!r}")
+            x = operation.run(layer, x, self)
+        return x
+
+
+# -- the numpy kernels: (layer, channels-last x, the run) -> x -----------------------------------
+def _run_ones_plane(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return np.concatenate([x, np.ones_like(x[..., :1])], axis=-1)
+
+
+def _run_input_planes(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    occupied = x[..., 0] + x[..., 1]
+    below = np.concatenate([occupied[:, 1:], np.ones_like(occupied[:, :1])], axis=1)
+    net.saved["landing"] = (1 - occupied) * below
+    return np.concatenate([x, np.ones_like(x[..., :1]), net.saved["landing"][..., None]], axis=-1)
+
+
+def _run_gather_landing(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return (x[..., 0] * net.saved["landing"]).sum(axis=1)
+
+
+def _run_branches(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return np.concatenate([_flatten(net.run(body, x)) for body in layer["branches"]], axis=1)
+
+
+def _run_linear_plus_prefix(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    weight = net.params[layer["weight"]]
+    return x @ weight.T + net.params[layer["bias"]] + x[:, : weight.shape[0]]
+
+
+def _run_conv(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    name = layer["weight"]
+    return _conv_channels_last(
+        x, net.params[name], net.params[layer["bias"]], net.kernels.get(name)
+    )
+
+
+def _run_linear(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return x @ net.params[layer["weight"]].T + net.params[layer["bias"]]
+
+
+def _run_relu(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return np.maximum(x, 0)
+
+
+def _run_tanh(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return np.tanh(x)
+
+
+def _run_flatten(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return _flatten(x)
+
+
+def _run_residual(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+    return x + net.run(layer["body"], x)
+
+
+# -- the shape rules: (layer, shape without the batch, the walk) -> shape ------------------------
+#: The most layers a description may hold (per list of layers).
+MAX_LAYERS = 10_000
+
+
+class _Shapes:
+    """What the shape rules share while they walk a description: the arrays' shapes and whether
+    ``input_planes`` has run (``gather_landing`` reads its landing cells)."""
+
+    def __init__(self, shapes: dict[str, Any], landing: bool) -> None:
+        self.shapes, self.landing = shapes, landing
+
+    def walk(self, layers: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
+        if not isinstance(layers, list) or len(layers) > MAX_LAYERS:
+            raise ValueError(f"'layers' must be a list of at most {MAX_LAYERS} layers")
+        for layer in layers:
+            if not isinstance(layer, dict) or not isinstance(layer.get("op"), str):
+                raise ValueError(f"bad layer {str(layer)[:80]!r}")
+            operation = OPERATIONS.get(layer["op"])
+            if operation is None:
+                raise ValueError(f"unknown layer op {layer['op']!r}")
+            if operation.planes and len(shape) != 3:
+                raise ValueError(f"layer {layer['op']!r} needs planes, got shape {shape}")
+            shape = operation.shape(layer, shape, self)
+        return shape
+
+    def array(self, layer: dict, key: str, ndim: int) -> tuple[int, ...]:
+        """The shape of the array that ``layer[key]`` names, which must have ``ndim`` axes."""
+        name = layer.get(key)
+        if not isinstance(name, str) or name not in self.shapes:
+            raise ValueError(f"layer {layer.get('op')!r} refers to a missing array {name!r}")
+        shape = tuple(self.shapes[name].shape)
+        if len(shape) != ndim:
+            raise ValueError(f"array {name!r} has shape {shape}, expected {ndim} dimensions")
+        return shape
+
+
+def output_shape(
+    layers: Any, shapes: dict[str, Any], shape: tuple[int, ...], landing: bool = False
+) -> tuple[int, ...]:
+    """The shape (without the batch) that ``layers`` turn an input of ``shape`` into, given the
+    parameter ``shapes`` (anything with ``.shape``); ``ValueError`` when they do not fit."""
+    return _Shapes(shapes, landing).walk(layers, tuple(shape))
+
+
+def _same_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    return shape
+
+
+def _ones_plane_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    return (shape[0] + 1, *shape[1:])
+
+
+def _input_planes_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    if shape[0] < 2:
+        raise ValueError("layer 'input_planes' needs two planes of discs")
+    walk.landing = True
+    return (shape[0] + 2, *shape[1:])
+
+
+def _gather_landing_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    if not walk.landing:
+        raise ValueError("layer 'gather_landing' before any 'input_planes'")
+    return (shape[2],)
+
+
+def _branches_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    bodies = layer.get("branches")
+    if not isinstance(bodies, list) or not bodies:
+        raise ValueError("layer 'branches' needs a non-empty list of branches")
+    return (sum(math.prod(walk.walk(body, shape)) for body in bodies),)
+
+
+def _linear_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    op = layer["op"]
+    out, inputs = walk.array(layer, "weight", 2)
+    if len(shape) != 1 or shape[0] != inputs:
+        raise ValueError(f"layer {op!r} takes {inputs} inputs, got shape {shape}")
+    if walk.array(layer, "bias", 1) != (out,):
+        raise ValueError(f"layer {op!r}: bias does not have {out} values")
+    if op == "linear_plus_prefix" and out > inputs:
+        raise ValueError("layer 'linear_plus_prefix' has more outputs than inputs")
+    return (out,)
+
+
+def _conv_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    out, channels, kh, kw = walk.array(layer, "weight", 4)
+    if channels != shape[0] or kh % 2 == 0 or kw % 2 == 0:
+        raise ValueError(f"conv weight {(out, channels, kh, kw)} does not fit input {shape}")
+    if walk.array(layer, "bias", 1) != (out,):
+        raise ValueError(f"layer 'conv': bias does not have {out} values")
+    return (out, *shape[1:])
+
+
+def _flatten_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    return (math.prod(shape),)
+
+
+def _residual_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+    if walk.walk(layer.get("body"), shape) != shape:
+        raise ValueError("layer 'residual': its body changes the shape")
+    return shape
+
+
+# -- the table ------------------------------------------------------------------------------------
+def _no_bodies(layer: dict) -> list[list]:
+    return []
+
+
+class Operation(NamedTuple):
+    """An operation a layer may name: its shape rule, its numpy kernel, whether it needs planes
+    (not flat features) and the lists of layers nested in it."""
+
+    shape: Callable[[dict, tuple[int, ...], _Shapes], tuple[int, ...]]
+    run: Callable[[dict, np.ndarray, _Run], np.ndarray]
+    planes: bool = False
+    bodies: Callable[[dict], list[list]] = _no_bodies
+
+
+#: Every operation of the weights-only format, by the name a layer's ``"op"`` gives.
+OPERATIONS: dict[str, Operation] = {
+    "ones_plane": Operation(_ones_plane_shape, _run_ones_plane, planes=True),
+    "input_planes": Operation(_input_planes_shape, _run_input_planes, planes=True),
+    "gather_landing": Operation(_gather_landing_shape, _run_gather_landing, planes=True),
+    "branches": Operation(_branches_shape, _run_branches, bodies=lambda layer: layer["branches"]),
+    "linear_plus_prefix": Operation(_linear_shape, _run_linear_plus_prefix),
+    "conv": Operation(_conv_shape, _run_conv, planes=True),
+    "linear": Operation(_linear_shape, _run_linear),
+    "relu": Operation(_same_shape, _run_relu),
+    "tanh": Operation(_same_shape, _run_tanh),
+    "flatten": Operation(_flatten_shape, _run_flatten),
+    "residual": Operation(_residual_shape, _run_residual, bodies=lambda layer: [layer["body"]]),
+}
 
 
 def masked_logits(

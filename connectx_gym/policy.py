@@ -31,6 +31,7 @@ __all__ = [
     "choose_best",
     "kaggle_configuration",
     "kaggle_observation",
+    "register_batch_actor",
     "require_depth",
     "require_playable",
 ]
@@ -245,3 +246,18 @@ class PositionExecutor(Protocol):
     def map_positions(
         self, policy: Any, geometry: Geometry, jobs: Sequence[PositionJob], who: str
     ) -> Iterator[int | None]: ...
+
+
+#: ``"module.QualName"`` of a policy class -> the function answering a whole batch of its boards
+#: (or that function's ``"module:attr"``, imported at first use); read by :mod:`connectx_gym.batch`.
+BATCH_ACTORS: dict[str, Any] = {}
+
+
+def register_batch_actor(policy_class: type | str, actor: str | Callable[..., Any]) -> None:
+    """Answer the boards of every policy of exactly ``policy_class`` (a class or its
+    ``"module.QualName"``) in the batched env with ``actor(policy, batch, rng) -> columns`` (a
+    ``"module:attr"`` string: imported at first use). The module that defines a policy class
+    registers its actor, so the core names no agent of a package above it."""
+    if isinstance(policy_class, type):
+        policy_class = f"{policy_class.__module__}.{policy_class.__qualname__}"
+    BATCH_ACTORS[policy_class] = actor

@@ -1,12 +1,12 @@
 """Play a match's games, or answer an accuracy run's positions, as Ray tasks.
 
-``play_match(..., executor=RayExecutor())`` and ``evaluate_policy(..., executor=RayExecutor())``
-(:mod:`baselines.perfect_play`). Each worker is a Ray actor that builds the policies once, then
-plays the games it is handed with :func:`connectx_gym.match.play_indexed_game` (or answers
-positions with :func:`connectx_gym.policy.answer_position`), the same functions the local loops
-call, from each game's or position's own spawned seed; so results, JSON and saved games equal the
-local run's for the same seed. ``progress=True`` shows a bar on stderr (tqdm if installed, else a
-counter); an interrupt (Ctrl-C) cancels the outstanding tasks and kills the actors, and
+``play_match(..., executor=RayExecutor())``, and the search package's judge of moves against
+perfect play with ``executor=RayExecutor()``. Each worker is a Ray actor that builds the policies
+once, then plays the games it is handed with :func:`connectx_gym.match.play_indexed_game` (or
+answers positions with :func:`connectx_gym.policy.answer_position`), the same functions the local
+loops call, from each game's or position's own spawned seed; so results, JSON and saved games equal
+the local run's for the same seed. ``progress=True`` shows a bar on stderr (tqdm if installed, else
+a counter); an interrupt (Ctrl-C) cancels the outstanding tasks and kills the actors, and
 :meth:`RayExecutor.close` stops the local instance. Ray is an optional extra (``pip install -e
 ".[ray]"``) imported only when an executor is made.
 """

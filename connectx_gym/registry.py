@@ -1,5 +1,9 @@
 """The policy registry: opponents by name, with lazy ``"module:attr"`` entry points.
 
+The core registers its own policies in code (:func:`register_policy`); every installed package adds
+its own through the ``connectx_gym.policies`` entry points (:mod:`connectx_gym.plugins`), the
+search agents of this distribution among them. A name registered in code wins over an entry point.
+
 A *spec* names a registered policy and, after a colon, its parameters::
 
     "random"                    "minimax:depth=4"            "alphabeta:time_budget=0.5"
@@ -16,6 +20,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import functools
 import importlib
 import inspect
 from collections.abc import Callable
@@ -26,12 +31,12 @@ from typing import Any
 import numpy as np
 
 from connectx_gym.bitboard import Board
-from connectx_gym.files import FILE_LOADERS
+from connectx_gym.files import file_loaders
+from connectx_gym.plugins import POLICIES_GROUP, plugins
 from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
 __all__ = [
     "MAX_SPEC_LENGTH",
-    "MODEL_SUFFIXES",
     "PolicyEntry",
     "as_kaggle_agent",
     "list_policies",
@@ -40,8 +45,6 @@ __all__ = [
     "register_policy",
 ]
 
-#: Files that :func:`make_policy` loads as agents (through the ``"file"`` policy).
-MODEL_SUFFIXES = tuple(FILE_LOADERS)
 #: The longest spec string :func:`make_policy` accepts (a path to a saved agent included).
 MAX_SPEC_LENGTH = 1024
 
@@ -94,9 +97,23 @@ def register_policy(name: str, entry_point: str | Callable[..., Policy], **defau
     _registry[name] = PolicyEntry(name, entry_point, dict(defaults))
 
 
+@functools.cache
+def _plugin_entries() -> dict[str, PolicyEntry]:
+    """The policies of the installed packages' ``connectx_gym.policies`` entry points."""
+    entries = {}
+    for name, entry in plugins(POLICIES_GROUP).items():
+        if entry.attr:
+            entries[name] = PolicyEntry(name, f"{entry.module}:{entry.attr}")
+    return entries
+
+
+def _entries() -> dict[str, PolicyEntry]:
+    return {**_plugin_entries(), **_registry}
+
+
 def list_policies() -> list[str]:
-    """Names of the registered policies, sorted."""
-    return sorted(_registry)
+    """Names of the registered policies (in code and by entry points), sorted."""
+    return sorted(_entries())
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
@@ -137,7 +154,7 @@ def _parse_value(raw: str) -> Any:
 
 
 def _is_path_spec(spec: str) -> bool:
-    if spec.lower().endswith(MODEL_SUFFIXES):
+    if spec.lower().endswith(tuple(file_loaders())):
         return True
     try:
         return Path(spec).is_file()
@@ -165,19 +182,22 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
             f"policy spec of {len(spec)} characters is longer than {MAX_SPEC_LENGTH}: "
             f"{spec[:40]!r}..."
         )
+    registered = _entries()
     base, tilde, noise = spec.rpartition("~")
-    if tilde and spec.strip() not in _registry and not _is_path_spec(spec.strip()):
+    if tilde and spec.strip() not in registered and not _is_path_spec(spec.strip()):
         return NoisyPolicy(make_policy(base, **kwargs), _parse_noise(noise, spec))
-    if spec.strip() not in _registry and _is_path_spec(spec.strip()):
+    if spec.strip() not in registered and _is_path_spec(spec.strip()):
         return make_policy("file", path=spec.strip(), **kwargs)
     name, params = parse_spec(spec)
-    if name not in _registry:
-        hint = difflib.get_close_matches(name, list(_registry), n=1)
+    if name not in registered:
+        hint = difflib.get_close_matches(name, list(registered), n=1)
         maybe = f" Did you mean {hint[0]!r}?" if hint else ""
+        if not _plugin_entries():
+            maybe += " (no installed package registers a policy: pip install -e . again?)"
         raise ValueError(
             f"unknown policy {name!r}.{maybe} Registered: {', '.join(list_policies())}"
         )
-    entry = _registry[name]
+    entry = registered[name]
     factory = entry.load()
     arguments = {**entry.defaults, **params, **kwargs}
     _check_parameters(name, factory, arguments)

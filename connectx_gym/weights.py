@@ -14,8 +14,8 @@ JSON::
      "layers": [{"op": "ones_plane"}, {"op": "conv", "weight": "p0", "bias": "p1"}, ...]}
 
 ``layers`` is run in order on a ``(batch, 2, rows, columns)`` float32 input (the env's observation:
-the mover's discs, then the opponent's) and ends with one logit per column; the ops are listed in
-:mod:`connectx_gym.forward`, which runs them.
+the mover's discs, then the opponent's) and ends with one logit per column; the ops are those of
+:data:`connectx_gym.forward.OPERATIONS`, the table of their shape rules and numpy kernels.
 
 Reading files from strangers
 ----------------------------
@@ -40,18 +40,23 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from connectx_gym.forward import (
+    MAX_LAYERS,
+    OPERATIONS,
     best_legal_column,
     conv2d_same,
     conv_kernel,
     conv_kernels,
     forward_layers,
     masked_logits,
+    output_shape,
 )
 
 __all__ = [
+    "MAX_LAYERS",
     "MAX_META_BYTES",
     "MAX_META_DEPTH",
     "MAX_PARAMETERS",
+    "OPERATIONS",
     "WEIGHTS_FORMAT",
     "WEIGHTS_VERSION",
     "BoardSize",
@@ -73,7 +78,6 @@ WEIGHTS_VERSION = 1
 #: Largest ``__meta__`` JSON (bytes), deepest nesting, most layers and most float parameters.
 MAX_META_BYTES = 1 << 20
 MAX_META_DEPTH = 64
-MAX_LAYERS = 10_000
 MAX_PARAMETERS = 64 * 1024 * 1024
 _NPY_HEADER_LIMIT = 10_000
 _FLOAT_KINDS = ("float16", "float32", "float64")
@@ -85,76 +89,6 @@ class BoardSize(NamedTuple):
     rows: int
     columns: int
     inarow: int
-
-
-# -- shapes ---------------------------------------------------------------------------------------
-def _refuse(reason: str) -> ValueError:
-    return ValueError(reason)
-
-
-def _param(params: dict, layer: dict, key: str, ndim: int) -> tuple[int, ...]:
-    name = layer.get(key)
-    if not isinstance(name, str) or name not in params:
-        raise _refuse(f"layer {layer.get('op')!r} refers to a missing array {name!r}")
-    shape = tuple(params[name].shape)
-    if len(shape) != ndim:
-        raise _refuse(f"array {name!r} has shape {shape}, expected {ndim} dimensions")
-    return shape
-
-
-def output_shape(
-    layers: Any, shapes: dict[str, Any], shape: tuple[int, ...], landing: bool = False
-) -> tuple[int, ...]:
-    """The shape (without the batch) that ``layers`` turn an input of ``shape`` into, given the
-    parameter ``shapes`` (anything with ``.shape``); ``ValueError`` when they do not fit."""
-    if not isinstance(layers, list) or len(layers) > MAX_LAYERS:
-        raise _refuse(f"'layers' must be a list of at most {MAX_LAYERS} layers")
-    for layer in layers:
-        if not isinstance(layer, dict) or not isinstance(layer.get("op"), str):
-            raise _refuse(f"bad layer {str(layer)[:80]!r}")
-        op = layer["op"]
-        if op in ("ones_plane", "input_planes", "conv", "gather_landing") and len(shape) != 3:
-            raise _refuse(f"layer {op!r} needs planes, got shape {shape}")
-        if op == "ones_plane":
-            shape = (shape[0] + 1, *shape[1:])
-        elif op == "input_planes":
-            if shape[0] < 2:
-                raise _refuse("layer 'input_planes' needs two planes of discs")
-            shape, landing = (shape[0] + 2, *shape[1:]), True
-        elif op == "gather_landing":
-            if not landing:
-                raise _refuse("layer 'gather_landing' before any 'input_planes'")
-            shape = (shape[2],)
-        elif op == "branches":
-            bodies = layer.get("branches")
-            if not isinstance(bodies, list) or not bodies:
-                raise _refuse("layer 'branches' needs a non-empty list of branches")
-            total = sum(math.prod(output_shape(b, shapes, shape, landing)) for b in bodies)
-            shape = (total,)
-        elif op in ("linear", "linear_plus_prefix"):
-            out, inputs = _param(shapes, layer, "weight", 2)
-            if len(shape) != 1 or shape[0] != inputs:
-                raise _refuse(f"layer {op!r} takes {inputs} inputs, got shape {shape}")
-            if _param(shapes, layer, "bias", 1) != (out,):
-                raise _refuse(f"layer {op!r}: bias does not have {out} values")
-            if op == "linear_plus_prefix" and out > inputs:
-                raise _refuse("layer 'linear_plus_prefix' has more outputs than inputs")
-            shape = (out,)
-        elif op == "conv":
-            out, channels, kh, kw = _param(shapes, layer, "weight", 4)
-            if channels != shape[0] or kh % 2 == 0 or kw % 2 == 0:
-                raise _refuse(f"conv weight {(out, channels, kh, kw)} does not fit input {shape}")
-            if _param(shapes, layer, "bias", 1) != (out,):
-                raise _refuse(f"layer 'conv': bias does not have {out} values")
-            shape = (out, *shape[1:])
-        elif op == "flatten":
-            shape = (math.prod(shape),)
-        elif op == "residual":
-            if output_shape(layer.get("body"), shapes, shape, landing) != shape:
-                raise _refuse("layer 'residual': its body changes the shape")
-        elif op not in ("relu", "tanh"):
-            raise _refuse(f"unknown layer op {op!r}")
-    return shape
 
 
 def _array_names(layers: list) -> list[str]:
@@ -189,11 +123,11 @@ class WeightsFile:
         self.params = {name: np.asarray(value, dtype=np.float32) for name, value in params.items()}
         for name, value in self.params.items():
             if not np.isfinite(value).all():
-                raise _refuse(f"array {name!r} holds values that are not finite")
+                raise ValueError(f"array {name!r} holds values that are not finite")
         planes = (2, int(geometry.rows), int(geometry.columns))
         out = output_shape(layers, self.params, planes)
         if out != (planes[2],):
-            raise _refuse(
+            raise ValueError(
                 f"the network outputs shape {out}, not one logit per column ({planes[2]})"
             )
         self.kernels = conv_kernels(layers, self.params)
@@ -244,7 +178,7 @@ def _read_member(archive: zipfile.ZipFile, name: str) -> tuple[zipfile.ZipInfo, 
     try:
         info = archive.getinfo(name + ".npy")
     except KeyError:
-        raise _refuse(f"missing array {name!r}") from None
+        raise ValueError(f"missing array {name!r}") from None
     return info, archive.open(info)
 
 
@@ -257,29 +191,29 @@ def _npy_header(member: Any, name: str) -> tuple[tuple[int, ...], np.dtype]:
     )
     shape, fortran, dtype = reader(member, max_header_size=_NPY_HEADER_LIMIT)
     if fortran or dtype.hasobject:
-        raise _refuse(f"array {name!r} is not a plain C-ordered array")
+        raise ValueError(f"array {name!r} is not a plain C-ordered array")
     return tuple(int(n) for n in shape), dtype
 
 
 def _read_meta(archive: zipfile.ZipFile) -> dict[str, Any]:
     info, member = _read_member(archive, "__meta__")
     if info.file_size > MAX_META_BYTES:
-        raise _refuse(f"'__meta__' is {info.file_size} bytes, more than {MAX_META_BYTES}")
+        raise ValueError(f"'__meta__' is {info.file_size} bytes, more than {MAX_META_BYTES}")
     with member:
         shape, dtype = _npy_header(member, "__meta__")
         if shape != () or dtype.kind != "U":
-            raise _refuse("'__meta__' is not a JSON string")
+            raise ValueError("'__meta__' is not a JSON string")
         text = np.frombuffer(member.read(MAX_META_BYTES), dtype=dtype, count=1)[0]
     try:
         meta = json.loads(str(text))
     except RecursionError:
-        raise _refuse(f"'__meta__' is nested deeper than {MAX_META_DEPTH}") from None
+        raise ValueError(f"'__meta__' is nested deeper than {MAX_META_DEPTH}") from None
     if _depth(meta, MAX_META_DEPTH) > MAX_META_DEPTH:
-        raise _refuse(f"'__meta__' is nested deeper than {MAX_META_DEPTH}")
+        raise ValueError(f"'__meta__' is nested deeper than {MAX_META_DEPTH}")
     if not isinstance(meta, dict) or meta.get("format") != WEIGHTS_FORMAT:
-        raise _refuse("the format tag is missing")
+        raise ValueError("the format tag is missing")
     if meta.get("version") != WEIGHTS_VERSION:
-        raise _refuse(f"unsupported weights format version {meta.get('version')!r}")
+        raise ValueError(f"unsupported weights format version {meta.get('version')!r}")
     return meta
 
 
@@ -288,11 +222,11 @@ def _board(meta: dict[str, Any], max_side: int, max_cells: int) -> BoardSize:
     for key in BoardSize._fields:
         value = meta.get(key)
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= max_side:
-            raise _refuse(f"{key} must be a whole number in [1, {max_side}], got {value!r}")
+            raise ValueError(f"{key} must be a whole number in [1, {max_side}], got {value!r}")
         values.append(value)
     board = BoardSize(*values)
     if board.rows * board.columns > max_cells:
-        raise _refuse(f"a {board.rows} x {board.columns} board is larger than {max_cells} cells")
+        raise ValueError(f"a {board.rows} x {board.columns} board is larger than {max_cells} cells")
     return board
 
 
@@ -315,21 +249,21 @@ def read_weights(
                     shape, dtype = _npy_header(member, array)
                     header_bytes = member.tell() if member.seekable() else None
                 if dtype.name not in _FLOAT_KINDS:
-                    raise _refuse(f"array {array!r} holds {dtype}, not floats")
+                    raise ValueError(f"array {array!r} holds {dtype}, not floats")
                 count = math.prod(shape)
                 total += count
                 if total > MAX_PARAMETERS:
-                    raise _refuse(f"more than {MAX_PARAMETERS} parameters")
+                    raise ValueError(f"more than {MAX_PARAMETERS} parameters")
                 data_bytes = count * dtype.itemsize
                 if info.file_size < data_bytes or (
                     header_bytes is not None and info.file_size != header_bytes + data_bytes
                 ):
-                    raise _refuse(f"array {array!r}: its size does not match its shape {shape}")
+                    raise ValueError(f"array {array!r}: its size does not match its shape {shape}")
                 headers[array] = _Shape(shape)
             planes = (2, board.rows, board.columns)
             out = output_shape(meta.get("layers"), headers, planes)
             if out != (board.columns,):
-                raise _refuse(f"the network outputs shape {out}, not {board.columns} logits")
+                raise ValueError(f"the network outputs shape {out}, not {board.columns} logits")
             params = {}
             for array in names:
                 _, member = _read_member(archive, array)

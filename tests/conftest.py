@@ -2,16 +2,34 @@
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+
+#: The repository root, so that tests import the data-making programs of ``tools/`` (not installed).
+ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
 
 #: ``../shared`` next to the repository root; Pons' ``Test_L*_R*`` files are in ``data/pons``.
 SHARED_DIR = Path(__file__).parents[1].parent / "shared"
 PONS_DIR = SHARED_DIR / "data" / "pons"
 
 PonsPositions = Callable[[str, "int | None"], list[tuple[list[int], int]]]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Stop at once, in one line, when this distribution's entry points are not installed: the
+    search policies and the training commands come through them (connectx_gym.plugins)."""
+    from connectx_gym.plugins import POLICIES_GROUP, plugins
+
+    if "minimax" not in plugins(POLICIES_GROUP):
+        raise pytest.UsageError(
+            "the entry points of connectx-gym are not installed (the search policies come "
+            "through them): run pip install -e . --no-deps in the repository root"
+        )
 
 
 @pytest.fixture(scope="session")

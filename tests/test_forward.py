@@ -95,3 +95,65 @@ def test_empty_batch(channels: int) -> None:
     empty = np.zeros((0, 2, 6, 7), dtype=np.float32)
     logits = forward_layers(weights.layers, weights.params, empty, kernels=weights.kernels)
     assert logits.shape == (0, 7)
+
+
+# -- the table of operations ----------------------------------------------------------------------
+def every_operation_network(
+    rows: int, columns: int, rng: np.random.Generator
+) -> tuple[list[dict], dict[str, np.ndarray]]:
+    """A small network that uses every operation of :data:`forward.OPERATIONS` (a new operation
+    fails :func:`test_every_operation_has_a_shape_rule_and_a_kernel` until it is added here)."""
+    cells = rows * columns
+    shapes = {
+        "stem.w": (3, 5, 3, 3), "stem.b": (3,), "body.w": (3, 3, 1, 1), "body.b": (3,),
+        "column.w": (1, 3, 3, 3), "column.b": (1,), "head.w": (6, 3 * cells), "head.b": (6,),
+        "out.w": (columns, columns + 6), "out.b": (columns,),
+    }  # fmt: skip
+    params = {name: rng.normal(size=shape).astype(np.float32) for name, shape in shapes.items()}
+    column = [{"op": "conv", "weight": "column.w", "bias": "column.b"}, {"op": "gather_landing"}]
+    dense = [{"op": "flatten"}, {"op": "linear", "weight": "head.w", "bias": "head.b"}]
+    layers = [
+        {"op": "input_planes"},
+        {"op": "ones_plane"},
+        {"op": "conv", "weight": "stem.w", "bias": "stem.b"},
+        {"op": "tanh"},
+        {"op": "residual", "body": [{"op": "conv", "weight": "body.w", "bias": "body.b"}]},
+        {"op": "relu"},
+        {"op": "branches", "branches": [column, [*dense, {"op": "relu"}]]},
+        {"op": "linear_plus_prefix", "weight": "out.w", "bias": "out.b"},
+    ]
+    return layers, params
+
+
+def operations_used(layers: list[dict]) -> set[str]:
+    used = set()
+    for layer in layers:
+        used.add(layer["op"])
+        for body in forward.OPERATIONS[layer["op"]].bodies(layer):
+            used |= operations_used(body)
+    return used
+
+
+def test_every_operation_has_a_shape_rule_and_a_kernel() -> None:
+    rows, columns = 4, 5
+    layers, params = every_operation_network(rows, columns, np.random.default_rng(0))
+    assert operations_used(layers) == set(forward.OPERATIONS)
+    for name, operation in forward.OPERATIONS.items():
+        assert callable(operation.shape), name
+        assert callable(operation.run), name
+    planes = np.random.default_rng(1).integers(0, 2, size=(3, 2, rows, columns)).astype(np.float32)
+    planes[:, 1] *= 1 - planes[:, 0]  # no cell holds two discs
+    out = forward_layers(layers, params, planes, kernels=forward.conv_kernels(layers, params))
+    assert out.shape[1:] == forward.output_shape(layers, params, (2, rows, columns)) == (columns,)
+
+
+def test_the_shape_rules_refuse_what_does_not_fit() -> None:
+    layers, params = every_operation_network(4, 5, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="unknown layer op 'softmax'"):
+        forward.output_shape([*layers, {"op": "softmax"}], params, (2, 4, 5))
+    with pytest.raises(ValueError, match="needs planes"):
+        forward.output_shape([{"op": "flatten"}, {"op": "conv"}], params, (2, 4, 5))
+    with pytest.raises(ValueError, match="does not fit input"):
+        forward.output_shape(layers, params, (3, 4, 5))
+    with pytest.raises(ValueError, match="before any 'input_planes'"):
+        forward.output_shape(layers[1:], params, (4, 4, 5))

@@ -1,4 +1,4 @@
-"""baselines.game_review: the last value-losing move of a game, against a brute-force reference."""
+"""tools.game_review: the last value-losing move of a game, against a brute-force reference."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.game_review import last_value_loss, phase_of, review_games
 from connectx_gym import Board, Geometry
 from connectx_gym.match import play_match
+from tools.game_review import last_value_loss, phase_of, review_games
 
 SMALL = Geometry(4, 4, 3)
 

@@ -17,12 +17,13 @@ pytest.importorskip("onnxruntime")
 pytest.importorskip("onnxscript")
 
 import torch  # noqa: E402 - after the skips
+from test_forward import every_operation_network  # noqa: E402
 
 from connectx_gym import cli  # noqa: E402
 from connectx_gym.bitboard import Geometry  # noqa: E402
 from connectx_gym.env import ConnectXEnv  # noqa: E402
 from connectx_gym.files import save_weights  # noqa: E402
-from connectx_gym.weights import forward_layers  # noqa: E402
+from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers  # noqa: E402
 from train import onnx_export  # noqa: E402
 from train.config import TrainConfig  # noqa: E402
 from train.model import model_weights, new_model  # noqa: E402
@@ -34,6 +35,7 @@ from train.onnx_export import (  # noqa: E402
     onnx_logits,
     random_positions,
 )
+from train.torch_operations import TORCH_OPERATIONS  # noqa: E402
 
 
 def make_model(out: Path, rows: int, columns: int, inarow: int, seed: int):
@@ -110,6 +112,19 @@ def test_npz_and_zip_give_the_same_network(sb3_export, tmp_path):
     assert from_npz.geometry == from_zip.geometry == Geometry()
     for name, array in from_zip.params.items():
         np.testing.assert_array_equal(from_npz.params[name], array)
+
+
+def test_the_torch_table_covers_every_operation_and_computes_the_same():
+    assert set(TORCH_OPERATIONS) == set(OPERATIONS)
+    rows, columns = 4, 5
+    layers, params = every_operation_network(rows, columns, np.random.default_rng(2))
+    weights = WeightsFile(Geometry(rows, columns, 3), layers, params)
+    obs, masks = random_positions(weights.geometry, 50, np.random.default_rng(3))
+    with torch.no_grad():
+        got = LayersModule(weights)(torch.from_numpy(obs), torch.from_numpy(masks)).numpy()
+    expected = forward_layers(layers, params, obs)
+    legal = masks > 0
+    np.testing.assert_allclose(got[legal], expected[legal], rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.parametrize(("rows", "columns", "inarow"), [(5, 4, 3), (7, 8, 4), (1, 5, 3)])

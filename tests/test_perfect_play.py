@@ -10,17 +10,19 @@ import numpy as np
 import pytest
 from scripted_policies import Column, Illegal
 
-from baselines.make_positions import ILLEGAL, canonical_key, label_position, phase_bounds
-from baselines.make_positions import main as make_positions
+from baselines.game_positions import canonical_key, phase_bounds
 from baselines.perfect_play import (
     LabelledPositions,
     evaluate_policy,
     judge_moves,
     load_positions,
 )
-from baselines.solver import Solver, load_pons
+from baselines.position_sets import ILLEGAL, load_pons
+from baselines.solver import Solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import wilson_interval
+from tools.make_positions import label_position
+from tools.make_positions import main as make_positions
 
 nan = np.nan
 

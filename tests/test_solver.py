@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.evaluation import (
-    AccuracyResult,
+from baselines.perfect_play import (
+    PerfectPlayResult,
     PonsPosition,
+    evaluate_policy,
     load_pons,
-    move_accuracy,
     positions_from_games,
 )
 from baselines.solver import (
@@ -345,47 +345,44 @@ def test_solver_policy_falls_back_to_alphabeta_when_out_of_time() -> None:
     assert elapsed < 0.3 * 2 + 0.5
 
 
-# -- move accuracy -------------------------------------------------------------------------------
-def test_move_accuracy_of_solver_and_random_on_own_games() -> None:
+# -- judging moves against perfect play ------------------------------------------------------------
+def test_the_solver_judges_moves_on_boards_of_own_games() -> None:
     geometry = Geometry(4, 5, 4)
     positions = positions_from_games("random", 6, geometry=geometry, seed=3)
     assert positions
     assert all(not p.is_terminal() for p in positions)
-    perfect = move_accuracy("solver", positions, seed=1)
-    assert isinstance(perfect, AccuracyResult)
-    assert (perfect.positions, perfect.correct, perfect.unsolved) == (len(positions),) * 2 + (0,)
-    assert perfect.accuracy == 1.0
-    assert perfect.high == pytest.approx(1.0)
-    assert 0.8 < perfect.low < 1.0
-    random_result = move_accuracy("random", positions, seed=1)
-    # Recount by hand: the random policy replayed with the same generator.
-    rng = np.random.default_rng(1)
+    perfect = evaluate_policy("solver", positions, seed=1)
+    assert isinstance(perfect, PerfectPlayResult)
+    assert perfect.split == "given"
+    result = perfect.overall
+    assert (result.positions, result.perfect, result.unsolved) == (len(positions),) * 2 + (0,)
+    assert result.perfect_rate == 1.0
+    assert result.perfect_ci95[1] == pytest.approx(1.0)
+    assert 0.8 < result.perfect_ci95[0] < 1.0
+    assert result.mistakes == 0
+    random_result = evaluate_policy("random", positions, seed=1).overall
+    # Recount by hand: the random policy replayed with each position's own generator.
+    children = np.random.SeedSequence(1).spawn(len(positions))
     policy = make_policy("random")
-    kept = 0
-    for board in positions:
-        column = policy.act(board, rng)
+    kept = lost = 0
+    for board, child in zip(positions, children, strict=True):
+        column = policy.act(board, np.random.default_rng(child))
         kept += column in best_moves(board)[1]
-    assert random_result.correct == kept
-    assert random_result.low <= random_result.accuracy <= random_result.high
-    assert perfect.mistakes == 0
-    # Mistakes by hand: the move's exact score has a worse sign than the best one's.
-    rng = np.random.default_rng(1)
-    lost = 0
-    for board in positions:
         scores = move_scores(board)
-        lost += np.sign(scores[policy.act(board, rng)]) < np.sign(np.nanmax(scores))
+        lost += np.sign(scores[column]) < np.sign(np.nanmax(scores))
+    assert random_result.perfect == kept
     assert random_result.mistakes == lost > 0
-    assert random_result.mistakes <= random_result.positions - random_result.correct
-    low, high = random_result.mistake_ci
+    assert random_result.mistakes <= random_result.positions - random_result.perfect
+    low, high = random_result.mistake_ci95
     assert low <= random_result.mistake_rate <= high
-    assert "lose the game value" in str(random_result)
 
 
-def test_move_accuracy_on_pons_positions_and_limits(pons_dir) -> None:
+def test_the_solver_judges_moves_on_pons_positions_within_limits(pons_dir) -> None:
     positions = load_pons(pons_dir / "Test_L3_R1", limit=20)
-    result = move_accuracy("solver", positions, seed=0)
-    assert (result.positions, result.correct, result.unsolved, result.mistakes) == (20, 20, 0, 0)
+    result = evaluate_policy("solver", positions, seed=0).overall
+    assert (result.positions, result.perfect, result.unsolved, result.mistakes) == (20, 20, 0, 0)
     hard = [PonsPosition("", Board.from_moves(Geometry(), [3]), -1)]
-    unsolved = move_accuracy("onestep", hard, node_limit=100)
-    assert (unsolved.positions, unsolved.unsolved) == (0, 1)
-    assert np.isnan(unsolved.accuracy)
+    unsolved = evaluate_policy("onestep", hard, node_limit=100)
+    assert (unsolved.overall.positions, unsolved.overall.unsolved) == (0, 1)
+    assert np.isnan(unsolved.overall.perfect_rate)
+    assert "1 positions unsolved" in unsolved.table()

@@ -1,6 +1,6 @@
-"""baselines.teacher_book: the shipped opening book agrees with the solver and never holds an
-evaluation position; the book grows chunk by chunk, the same whichever way its chunks are
-labelled, and refuses to mix settings."""
+"""baselines.teacher_book and tools/teacher_book.py: the shipped opening book agrees with the
+solver and never holds an evaluation position; the book grows chunk by chunk, the same whichever
+way its chunks are labelled, and refuses to mix settings."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import baselines.teacher_book as teacher_book
-from baselines.make_positions import canonical_key, play_game
+import tools.teacher_book as teacher_book_tool
+from baselines.game_positions import canonical_key, play_game
 from baselines.perfect_play import load_positions
 from baselines.solver import Solver
 from baselines.teacher_book import (
@@ -19,13 +19,12 @@ from baselines.teacher_book import (
     BOOKS,
     EARLY_BOOK,
     MIDDLE_BOOK,
-    extend_book,
     load_book,
-    main,
 )
 from baselines.teacher_labels import ILLEGAL, ChunkSettings
 from connectx_gym.bitboard import Geometry
 from connectx_gym.registry import make_policy
+from tools.teacher_book import extend_book, main
 
 SIX_BY_SEVEN = Geometry(6, 7, 4)
 SMALL = ChunkSettings(
@@ -142,7 +141,7 @@ def test_ctrl_c_keeps_the_written_chunks_and_says_how_to_go_on(
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(teacher_book, "extend_book", interrupted)
+    monkeypatch.setattr(teacher_book_tool, "extend_book", interrupted)
     assert main(["--chunks", "3", "--out", str(tmp_path / "b.npz")]) == 130
     assert "the same command goes on" in capsys.readouterr().out
 
@@ -156,7 +155,7 @@ def test_the_command_line_extends_the_chosen_book(
         calls.append((path, kwargs))
         return load_book(SIX_BY_SEVEN, BOOKS["early"].file)
 
-    monkeypatch.setattr(teacher_book, "extend_book", record)
+    monkeypatch.setattr(teacher_book_tool, "extend_book", record)
     assert main(["--chunks", "2", "--book", "early"]) == 0
     assert main(["--chunks", "2", "--out", str(tmp_path / "b.npz")]) == 0
     assert main(["--chunks", "1", "--book", "middle", "--workers", "2"]) == 0

@@ -9,8 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import baselines.teacher_cache as teacher_cache
 import baselines.teacher_labels as teacher_labels
+import tools.teacher_cache as cache_tool
 from baselines.teacher_cache import ChunkStore, exclusion_digest, shipped_store
 from baselines.teacher_labels import (
     ChunkSettings,
@@ -120,7 +120,7 @@ def test_a_store_made_with_other_exclusions_is_not_read(monkeypatch: pytest.Monk
     store = shipped_store()
     assert store is not None
     other = dataclasses.replace(store, meta={**store.meta, "exclusion": "0" * 16})
-    monkeypatch.setattr(teacher_cache, "shipped_store", lambda: other)
+    monkeypatch.setattr(teacher_labels, "shipped_store", lambda: other)
     monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
     with pytest.raises(AssertionError, match="a chunk was labelled"):
         make_teacher_set(STANDARD, 250, 0)
@@ -134,37 +134,37 @@ def test_the_command_writes_a_store_and_checks_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
-    monkeypatch.setattr(teacher_cache, "label_chunk", fake_chunk)  # --check's
+    monkeypatch.setattr(cache_tool, "label_chunk", fake_chunk)  # --check's
     out = tmp_path / "store.npz"
     arguments = ["--positions", "300", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
-    assert teacher_cache.main(arguments) == 0
+    assert cache_tool.main(arguments) == 0
     store = ChunkStore.load(out)
     assert len(store) == 2  # 250 + 50
-    assert store.meta["command"] == "python -m baselines.teacher_cache " + " ".join(arguments)
+    assert store.meta["command"] == "python -m tools.teacher_cache " + " ".join(arguments)
     assert store.meta["exclusion"] == exclusion_digest(evaluation_keys(STANDARD))
-    assert teacher_cache.main([*arguments, "--check", "2"]) == 0
+    assert cache_tool.main([*arguments, "--check", "2"]) == 0
     assert "chunk 1: 50 positions equal" in capsys.readouterr().err
     monkeypatch.setattr(teacher_labels, "label_chunk", no_labelling)
-    monkeypatch.setattr(teacher_cache, "label_chunk", no_labelling)  # --check's
+    monkeypatch.setattr(cache_tool, "label_chunk", no_labelling)  # --check's
     with pytest.raises(AssertionError, match="a chunk was labelled"):
-        teacher_cache.main([*arguments, "--check", "1"])
+        cache_tool.main([*arguments, "--check", "1"])
 
 
 def test_a_changed_chunk_fails_the_check(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(teacher_labels, "label_chunk", fake_chunk)
-    monkeypatch.setattr(teacher_cache, "label_chunk", fake_chunk)  # --check's
+    monkeypatch.setattr(cache_tool, "label_chunk", fake_chunk)  # --check's
     out = tmp_path / "store.npz"
     arguments = ["--positions", "250", "--cache", str(tmp_path / "chunks"), "--out", str(out)]
-    teacher_cache.main(arguments)
+    cache_tool.main(arguments)
 
     def other_chunk(*args: object) -> tuple:
         moves, values, games, skipped = fake_chunk(*args)  # type: ignore[arg-type]
         return moves, values, games + 1, skipped
 
     monkeypatch.setattr(teacher_labels, "label_chunk", other_chunk)
-    monkeypatch.setattr(teacher_cache, "label_chunk", other_chunk)  # --check's
+    monkeypatch.setattr(cache_tool, "label_chunk", other_chunk)  # --check's
     with pytest.raises(SystemExit, match="chunk 0 differs"):
-        teacher_cache.main([*arguments, "--check", "1"])
+        cache_tool.main([*arguments, "--check", "1"])
 
 
 @pytest.mark.parametrize(
@@ -179,5 +179,5 @@ def test_the_command_refuses_bad_numbers(
     arguments: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     with pytest.raises(SystemExit):
-        teacher_cache.main(arguments)
+        cache_tool.main(arguments)
     assert message in capsys.readouterr().err

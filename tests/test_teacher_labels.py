@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import baselines.teacher_labels as teacher_labels
-from baselines.make_positions import canonical_key, canonical_keys
+from baselines.game_positions import canonical_key, canonical_keys
 from baselines.solver import SearchLimitError, Solver
 from baselines.teacher_labels import (
     ILLEGAL,

@@ -28,14 +28,14 @@ from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 from train.config import TrainConfig
-from train.opponents import TimedPolicy
+from train.timed_policy import TimedPolicy
 from train.vec_env import ConnectXVecEnv
 
 __all__ = ["BatchedOpponentSlots", "TimedBatchPolicy"]
 
 
 class TimedBatchPolicy(TimedPolicy):
-    """A :class:`~train.opponents.TimedPolicy` that answers a whole batch of boards in one call
+    """A :class:`~train.timed_policy.TimedPolicy` that answers a whole batch of boards in one call
     (the wrapped policy's batch method, or board by board) and counts one move per board."""
 
     def act_batch(self, batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:

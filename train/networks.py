@@ -28,6 +28,8 @@ from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
+from connectx_gym.forward import OPERATIONS
+
 __all__ = [
     "ConnectXCNN",
     "ConnectXPolicy",
@@ -164,12 +166,20 @@ def _array(tensor: torch.Tensor) -> np.ndarray:
     return tensor.detach().cpu().numpy().astype(np.float32).copy()
 
 
+def _layer(op: str, **fields: Any) -> dict[str, Any]:
+    """A layer of the weights-only description: ``op`` must be an operation of the core's table
+    (:data:`connectx_gym.forward.OPERATIONS`), which runs and shape-checks it."""
+    if op not in OPERATIONS:
+        raise ValueError(f"{op!r} is not an operation of connectx_gym.forward.OPERATIONS")
+    return {"op": op, **fields}
+
+
 def _conv(module: nn.Conv2d, name: str, params: dict[str, np.ndarray]) -> dict[str, Any]:
     if module.stride != (1, 1) or module.padding != (module.kernel_size[0] // 2,) * 2:
         raise ValueError(f"cannot export {module!r}: only stride 1, 'same' padding")
     params[f"{name}.weight"] = _array(module.weight)
     params[f"{name}.bias"] = _array(module.bias)
-    return {"op": "conv", "weight": f"{name}.weight", "bias": f"{name}.bias"}
+    return _layer("conv", weight=f"{name}.weight", bias=f"{name}.bias")
 
 
 def _linear(
@@ -177,7 +187,7 @@ def _linear(
 ) -> dict:
     params[f"{name}.weight"] = _array(module.weight)
     params[f"{name}.bias"] = _array(module.bias)
-    return {"op": op, "weight": f"{name}.weight", "bias": f"{name}.bias"}
+    return _layer(op, weight=f"{name}.weight", bias=f"{name}.bias")
 
 
 def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
@@ -188,17 +198,16 @@ def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.
     if any(isinstance(m, nn.Linear) for m in policy.mlp_extractor.policy_net.modules()):
         raise ValueError("the policy network must be empty (net_arch pi=[])")
     params: dict[str, np.ndarray] = {}
-    layers: list[dict[str, Any]] = [{"op": "input_planes"}, _conv(extractor.stem, "stem", params)]
-    layers.append({"op": "relu"})
+    layers = [_layer("input_planes"), _conv(extractor.stem, "stem", params), _layer("relu")]
     for index, block in enumerate(extractor.blocks):
         body = [
             _conv(block.conv1, f"block{index}.conv1", params),
-            {"op": "relu"},
+            _layer("relu"),
             _conv(block.conv2, f"block{index}.conv2", params),
         ]
-        layers += [{"op": "residual", "body": body}, {"op": "relu"}]
-    column_branch = [_conv(extractor.column, "column", params), {"op": "gather_landing"}]
-    dense_branch = [{"op": "flatten"}, _linear(extractor.head, "head", params), {"op": "relu"}]
-    layers.append({"op": "branches", "branches": [column_branch, dense_branch]})
+        layers += [_layer("residual", body=body), _layer("relu")]
+    column_branch = [_conv(extractor.column, "column", params), _layer("gather_landing")]
+    dense_branch = [_layer("flatten"), _linear(extractor.head, "head", params), _layer("relu")]
+    layers.append(_layer("branches", branches=[column_branch, dense_branch]))
     layers.append(_linear(policy.action_net, "action", params, op="linear_plus_prefix"))
     return layers, params

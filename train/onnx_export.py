@@ -17,8 +17,9 @@ board, which is also stored in the file's metadata (``connectx.rows``, ``connect
 MatMul, Gemm, Relu, Concat, ReduceSum, Where, ...), which onnxruntime 1.16 and later run
 (ONNX IR version 10).
 
-The torch module is built from the numpy layer description of :mod:`connectx_gym.weights` (the
-one that the ``.npz`` loader and the Kaggle export run), so both input formats export the same way,
+The torch module runs the numpy layer description of :mod:`connectx_gym.weights` (the one that
+the ``.npz`` loader and the Kaggle export run) with the torch kernels of
+:mod:`train.torch_operations`, so both input formats export the same way,
 and every export is checked with onnxruntime against that numpy forward pass on random positions
 before it is written. Needs ``pip install "connectx-gym[onnx,train]"`` (torch, onnx, onnxscript,
 onnxruntime); reading an SB3 ``.zip`` unpickles it: trusted files only.
@@ -34,11 +35,11 @@ from typing import Any
 import numpy as np
 import torch
 from torch import nn
-from torch.nn import functional
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.files import load_file
-from connectx_gym.weights import WeightsFile, forward_layers
+from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers
+from train.torch_operations import TORCH_OPERATIONS, TorchRun
 
 __all__ = [
     "MASKED_LOGIT",
@@ -57,20 +58,6 @@ OPSET = 18
 ONNX_HINT = 'ONNX export needs the onnx extra: pip install "connectx-gym[onnx,train]"'
 #: Positions checked with onnxruntime after each export.
 CHECK_POSITIONS = 1000
-
-_OPS = {
-    "ones_plane",
-    "input_planes",
-    "gather_landing",
-    "branches",
-    "linear_plus_prefix",
-    "conv",
-    "linear",
-    "relu",
-    "tanh",
-    "flatten",
-    "residual",
-}
 
 
 class LayersModule(nn.Module):
@@ -94,53 +81,18 @@ class LayersModule(nn.Module):
 
     def forward(self, obs: torch.Tensor, action_mask: torch.Tensor) -> torch.Tensor:
         """Masked logits ``[N, columns]`` of a batch of observations."""
-        logits = self._run(self.layers, obs, {})
+        logits = TorchRun(self._param, {}).run(self.layers, obs)
         return torch.where(action_mask > 0.5, logits, torch.full_like(logits, MASKED_LOGIT))
-
-    def _run(self, layers: list, x: torch.Tensor, saved: dict[str, torch.Tensor]) -> torch.Tensor:
-        # One branch per op of forward_layers, in torch: the same arithmetic, so the same logits.
-        for layer in layers:
-            op = layer["op"]
-            if op == "ones_plane":
-                x = torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
-            elif op == "input_planes":
-                occupied = x[:, 0] + x[:, 1]
-                below = torch.cat([occupied[:, 1:], torch.ones_like(occupied[:, :1])], dim=1)
-                saved["landing"] = (1 - occupied) * below
-                x = torch.cat([x, torch.ones_like(x[:, :1]), saved["landing"][:, None]], dim=1)
-            elif op == "gather_landing":
-                x = (x[:, 0] * saved["landing"]).sum(dim=1)
-            elif op == "branches":
-                outputs = [self._run(body, x, saved) for body in layer["branches"]]
-                x = torch.cat([out.flatten(1) for out in outputs], dim=1)
-            elif op == "linear_plus_prefix":
-                weight = self._param(layer["weight"])
-                prefix = x[:, : weight.shape[0]]
-                x = functional.linear(x, weight, self._param(layer["bias"])) + prefix
-            elif op == "conv":
-                weight = self._param(layer["weight"])
-                padding = (weight.shape[2] // 2, weight.shape[3] // 2)
-                x = functional.conv2d(x, weight, self._param(layer["bias"]), padding=padding)
-            elif op == "linear":
-                x = functional.linear(x, self._param(layer["weight"]), self._param(layer["bias"]))
-            elif op == "relu":
-                x = torch.relu(x)
-            elif op == "tanh":
-                x = torch.tanh(x)
-            elif op == "flatten":
-                x = x.flatten(1)
-            elif op == "residual":
-                x = x + self._run(layer["body"], x, saved)
-        return x
 
 
 def _check_ops(layers: list) -> None:
+    """Refuse a description naming an operation without a torch kernel (nested ones too)."""
     for layer in layers:
-        if layer["op"] not in _OPS:
+        operation = OPERATIONS.get(layer["op"])
+        if operation is None or layer["op"] not in TORCH_OPERATIONS:
             raise ValueError(f"cannot export layer op {layer['op']!r} to ONNX")
-        for body in [layer.get("body"), *(layer.get("branches") or [])]:
-            if body is not None:
-                _check_ops(body)
+        for body in operation.bodies(layer):
+            _check_ops(body)
 
 
 def random_positions(

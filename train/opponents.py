@@ -22,7 +22,6 @@ import numpy as np
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
-from connectx_gym.bitboard import Board
 from connectx_gym.env import ConnectXEnv
 from connectx_gym.files import NumpyNetPolicy, load_weights
 from connectx_gym.policy import Policy
@@ -30,35 +29,15 @@ from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.curriculum import SELF_LABEL
+from train.timed_policy import TimedPolicy
 
 __all__ = [
     "OpponentSlot",
-    "TimedPolicy",
     "close_env",
     "collect_timing",
     "make_vec_env",
     "queue_opponents",
 ]
-
-
-class TimedPolicy(Policy):
-    """Delegates to ``policy`` and adds its thinking time and move count to ``ledger[label]``."""
-
-    def __init__(self, policy: Policy, label: str, ledger: dict[str, list[float]]) -> None:
-        super().__init__()
-        self.policy, self.label, self.ledger = policy, label, ledger
-        self.name = getattr(policy, "name", label)
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        started = time.perf_counter()
-        column = self.policy.act(board, rng)
-        entry = self.ledger.setdefault(self.label, [0.0, 0])
-        entry[0] += time.perf_counter() - started
-        entry[1] += 1
-        return column
-
-    def reset(self) -> None:
-        self.policy.reset()
 
 
 class OpponentSlot(gym.Wrapper):

@@ -1,5 +1,5 @@
 """SB3 ``.zip`` models as weights-only networks: the ``.zip`` loader of
-:data:`connectx_gym.files.FILE_LOADERS`.
+:func:`connectx_gym.files.file_loaders` (a ``connectx_gym.loaders`` entry point).
 
 **Unpickles the file** (SB3's format): load only models you trust, and share agents as ``.npz``.
 """
@@ -15,6 +15,7 @@ from connectx_gym.weights import WeightsFile
 
 __all__ = ["GEOMETRY_ATTRIBUTE", "weights_from_sb3"]
 
+TRAIN_HINT = 'pip install "connectx-gym[train]"'
 #: Attribute of a saved model holding its ``(rows, columns, inarow)``.
 GEOMETRY_ATTRIBUTE = "connectx_geometry"
 
@@ -25,9 +26,14 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such model file: {path}")
-    from sb3_contrib import MaskablePPO
+    try:
+        from sb3_contrib import MaskablePPO
 
-    from train.networks import numpy_layers
+        from train.networks import numpy_layers
+    except ImportError as error:
+        raise ImportError(
+            f"loading SB3 models needs the training extra: {TRAIN_HINT} ({error})"
+        ) from None
 
     warnings.warn(UNPICKLE_WARNING, UserWarning, stacklevel=2)
     try:

@@ -1,11 +1,10 @@
 """``connectx accuracy SPEC``: a policy's moves measured against perfect play.
 
-By default on the shipped labelled positions (:mod:`baselines.perfect_play`, test split): the
-mistake rate (moves that lose game value) and the perfect-move rate, per phase, with 95%
-intervals. ``--pons FILE`` reads one of Pascal Pons' benchmark files instead and reports the share
-of moves that keep the best exact score and the mistake rate. ``--ray [ADDRESS]`` answers the
-labelled positions on Ray (every position draws from its own seed, so the result is the local
-run's).
+By default on the shipped labelled positions (test split): the mistake rate (moves that lose game
+value) and the perfect-move rate, per phase, with 95% intervals. ``--pons FILE`` judges the moves
+on one of Pascal Pons' benchmark files instead (the solver judges each move), with the same
+result (:func:`baselines.perfect_play.evaluate_policy`). ``--ray [ADDRESS]`` answers the labelled
+positions on Ray (every position draws from its own seed, so the result is the local run's).
 """
 
 from __future__ import annotations
@@ -23,6 +22,9 @@ from connectx_gym.commands import (
 )
 
 __all__ = ["add_arguments", "run"]
+
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "mistake rate against perfect play, per game phase"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -52,40 +54,23 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from baselines.perfect_play import evaluate_policy, load_pons
+
     if args.pons:
         if args.ray is not None:
             raise ValueError("--ray works on the labelled positions, not with --pons")
-        return _pons(args)
-    from baselines.perfect_play import evaluate_policy
-
-    with open_executor(args) as executor:
-        result = evaluate_policy(
-            args.policy, split=args.split, seed=args.seed, path=args.positions, executor=executor
-        )
-    print(json.dumps(result.to_dict()) if args.json else result.table())
-    return 0
-
-
-def _pons(args: argparse.Namespace) -> int:
-    from baselines.solver import load_pons, move_accuracy
-
-    if not Path(args.pons).is_file():
-        raise FileNotFoundError(f"no such Pons file: {args.pons}")
-    positions = load_pons(args.pons, limit=args.limit)
-    result = move_accuracy(args.policy, positions, seed=args.seed, time_limit=args.time_limit)
-    if args.json:
-        summary = {
-            "policy": args.policy,
-            "positions": result.positions,
-            "correct": result.correct,
-            "unsolved": result.unsolved,
-            "accuracy": result.accuracy,
-            "ci95": [result.low, result.high],
-            "mistakes": result.mistakes,
-            "mistake_rate": result.mistake_rate,
-            "mistake_ci95": list(result.mistake_ci),
-        }
-        print(json.dumps(summary))
+        if not Path(args.pons).is_file():
+            raise FileNotFoundError(f"no such Pons file: {args.pons}")
+        positions = load_pons(args.pons, limit=args.limit)
+        result = evaluate_policy(args.policy, positions, seed=args.seed, time_limit=args.time_limit)
     else:
-        print(f"{args.policy}: {result}")
+        with open_executor(args) as executor:
+            result = evaluate_policy(
+                args.policy,
+                split=args.split,
+                seed=args.seed,
+                path=args.positions,
+                executor=executor,
+            )
+    print(json.dumps(result.to_dict()) if args.json else result.table())
     return 0

@@ -16,6 +16,9 @@ from connectx_gym.commands import (
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "play A against B, seats alternating"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("player_a", metavar="A", help="policy spec or saved agent")

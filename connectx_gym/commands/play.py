@@ -8,6 +8,9 @@ from connectx_gym.commands import add_board, add_seed, check_board
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "play against a policy in the terminal"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--opponent", default="minimax:depth=3", help="policy spec or saved agent")

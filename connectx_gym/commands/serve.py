@@ -9,6 +9,9 @@ from connectx_gym.commands import CommandError, bounded_int, positive_float
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "play, replay and analyse games in the browser"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

@@ -20,6 +20,9 @@ from connectx_gym.commands import (
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "round robin with Elo ratings"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("players", nargs="+", metavar="SPEC", help="two or more players")

@@ -6,6 +6,9 @@ import argparse
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "write a self-contained Kaggle main.py from a model"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

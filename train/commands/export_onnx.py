@@ -7,6 +7,9 @@ import argparse
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "write an ONNX graph of a model's policy"
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(

@@ -12,6 +12,9 @@ from train.config import add_arguments as _add_config_arguments
 
 __all__ = ["add_arguments", "run"]
 
+#: The one-line help of ``connectx --help`` (read from this source without importing it).
+HELP = "train a MaskablePPO agent (curriculum, self-play)"
+
 EXIT_INTERRUPTED = 130
 
 

@@ -9,9 +9,9 @@ value that was left, so the result was fixed there unless the opponent erred aga
 where the player was to move (:meth:`~baselines.solver.Solver.move_values`; the last positions
 are the cheapest) until it meets that move. :func:`review_games` does so for every game of a
 :class:`~connectx_gym.match.MatchResult` that player A did not win and counts where the moves
-fell, by the phases of :func:`baselines.make_positions.phase_bounds`::
+fell, by the phases of :func:`baselines.game_positions.phase_bounds`::
 
-    from baselines.game_review import review_games
+    from tools.game_review import review_games
     from connectx_gym.match import play_match
 
     match = play_match("ppo", "alphabeta:time_budget=0.05")
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from baselines.make_positions import phase_bounds
+from baselines.game_positions import phase_bounds
 from baselines.solver import SearchLimitError, Solver, get_solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import MatchResult
@@ -95,7 +95,7 @@ def last_value_loss(
 
 
 def phase_of(geometry: Geometry, ply: int) -> str:
-    """The phase name of :func:`~baselines.make_positions.phase_bounds` that holds ``ply``
+    """The phase name of :func:`~baselines.game_positions.phase_bounds` that holds ``ply``
     (``"first moves"`` before the first phase)."""
     for name, (first, last) in phase_bounds(geometry).items():
         if first <= ply <= last:
