@@ -28,6 +28,8 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
+from connectx_gym import __version__
+
 __all__ = ["COMMANDS", "Command", "build_parser", "main"]
 
 EXIT_ERROR = 1
@@ -93,6 +95,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="ConnectX: train agents, evaluate, play and export them.",
         epilog=SAFETY_NOTE,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, entry in COMMANDS.items():
         sub = subparsers.add_parser(
