@@ -91,7 +91,8 @@ os.execv(sys.executable, [sys.executable, "-m", "connectx_gym.cli", *argv])
 BASH_PREAMBLE = """\
 set -euo pipefail
 python() {
-    if [[ "${1:-}" == benchmarks/*.py ]]; then command python "$@" --smoke; else command python "$@"; fi
+    if [[ "${1:-}" == benchmarks/*.py ]]; then command python "$@" --smoke
+    else command python "$@"; fi
 }
 """
 
@@ -162,16 +163,15 @@ def _workspace(tmp_path: Path) -> Path:
     """A folder to run a page's blocks in, with what they expect around them."""
     work = tmp_path / "work"
     (work / "runs" / "connectx").mkdir(parents=True)
-    shutil.copy(ROOT / "connectx_gym" / "data" / "ppo.npz", work / "runs" / "connectx" / "final.npz")
+    shipped = ROOT / "connectx_gym" / "data" / "ppo.npz"
+    shutil.copy(shipped, work / "runs" / "connectx" / "final.npz")
     (work / "benchmarks").symlink_to(ROOT / "benchmarks")
     if SHARED.is_dir():
         (tmp_path / "shared").symlink_to(SHARED)
     shim_dir = tmp_path / "bin"
     shim_dir.mkdir()
     shim = shim_dir / "connectx"
-    shim.write_text(
-        f"#!{sys.executable}\n" + SHIM.replace("QUICK_TRAIN", repr(QUICK_TRAIN), 1)
-    )
+    shim.write_text(f"#!{sys.executable}\n" + SHIM.replace("QUICK_TRAIN", repr(QUICK_TRAIN), 1))
     shim.chmod(0o755)
     (shim_dir / "python").symlink_to(sys.executable)
     return work
@@ -276,14 +276,15 @@ def test_readme_is_short_and_undated() -> None:
 
 def test_date_pattern_catches_dates() -> None:
     assert DATE.search("measured 2026-11-25, 22:44")
-    assert DATE.search("on November 2026") and DATE.search("on November 25, 2026")
+    assert DATE.search("on November 2026")
+    assert DATE.search("on November 25, 2026")
     assert not DATE.search("1,001,472 steps in 26.9 minutes; 2,048 steps")
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_texts_are_undated(command: str) -> None:
     parser = build_parser(command)
-    sub = next(a for a in parser._actions if a.dest == "command").choices[command]  # noqa: SLF001
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
     text = sub.format_help()
     assert DATE.findall(text) == []
     assert "session" not in text.lower()
@@ -291,8 +292,8 @@ def test_help_texts_are_undated(command: str) -> None:
 
 def test_train_help_is_grouped() -> None:
     parser = build_parser("train")
-    sub = next(a for a in parser._actions if a.dest == "command").choices["train"]  # noqa: SLF001
-    titles = [group.title for group in sub._action_groups]  # noqa: SLF001
+    sub = next(a for a in parser._actions if a.dest == "command").choices["train"]
+    titles = [group.title for group in sub._action_groups]
     for title in ("run and output", "opponents and curriculum", "PPO", "network", "evaluation"):
         assert title in titles
     assert any(title.startswith("teacher") for title in titles)
