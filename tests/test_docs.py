@@ -70,9 +70,10 @@ elif command in ("evaluate", "tournament") and "--games" not in argv:
     argv += ["--games", "4"]
 elif command == "serve":
     port = int(os.environ["DOCS_PORT"])
+    log = open(os.environ["DOCS_SERVERS"] + ".log", "ab")  # not the caller's pipes
     server = subprocess.Popen(
         [sys.executable, "-m", "connectx_gym.cli", *argv, "--port", str(port)],
-        start_new_session=True,
+        stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True,
     )
     with open(os.environ["DOCS_SERVERS"], "a") as pids:
         pids.write(f"{server.pid}\\n")
