@@ -36,8 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 README = ROOT / "README.md"
 DOC_PAGES = [README, *sorted((ROOT / "docs").rglob("*.md"))]
 SHARED = ROOT.parent / "shared"
-#: the most blocks that may say ``<!-- skip: ... -->`` (installs, clusters, the whole suite)
-MAX_SKIPPED = 10
+#: the most blocks that may say ``<!-- skip: ... -->`` (installs, a cluster, the whole suite)
+MAX_SKIPPED = 6
 README_MAX_LINES = 250
 
 LANGUAGES = {"python": "python", "py": "python", "bash": "shell", "sh": "shell", "shell": "shell"}
