@@ -29,8 +29,8 @@ are decided (of those whose deciding move is proven, ``benchmarks/bench_losses.p
 positions cost the solver little and a run's own labelling holds many, but from games of minimax
 players only (:data:`baselines.teacher_labels.PLAYERS`), never a trained network's against search.
 
-This module holds what the books are and reads them; ``tools/teacher_book.py`` makes them. Each
-book grows across sessions: ``python -m tools.teacher_book --chunks N [--book NAME]`` labels the
+This module holds what the books are and reads them; ``tools/teacher_book.py`` makes them. A
+book grows chunk by chunk: ``python -m tools.teacher_book --chunks N [--book NAME]`` labels the
 next ``N`` chunks of :data:`BOOK_CHUNK` positions (chunk ``k`` of a book is seeded by
 ``(its seed, k)``) and rewrites the file after each one, so an interrupted command loses at most
 the chunks in progress. A new command leaves out positions already in the book, so the file's

@@ -1,6 +1,6 @@
 """How fast ``connectx serve`` answers: the page's first paint and ``/api/move`` latency.
 
-Targets (issue 12): first paint under 1 s locally; a move answered in under 100 ms for search
+Targets: first paint under 1 s locally; a move answered in under 100 ms for search
 policies up to ``minimax:depth=4``. The server runs in this process on 127.0.0.1 (Werkzeug, as
 ``connectx serve`` runs it); requests go over HTTP with the standard library.
 

@@ -31,6 +31,7 @@ from collections.abc import Sequence
 from types import ModuleType
 from typing import NamedTuple, NoReturn
 
+from connectx_gym import __version__
 from connectx_gym.plugins import COMMANDS_GROUP, command_help, plugins
 
 __all__ = ["COMMANDS", "Command", "build_parser", "commands", "main"]
@@ -98,6 +99,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         description="ConnectX: train agents, evaluate, play and export them.",
         epilog=SAFETY_NOTE,
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, entry in commands().items():
         sub = subparsers.add_parser(

@@ -337,3 +337,36 @@ def test_light_commands_never_import_torch(tmp_path: Path) -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=300
     )
     assert completed.returncode == 0, completed.stderr
+
+
+def test_version(capsys: pytest.CaptureFixture[str]) -> None:
+    import connectx_gym
+
+    code, out, err = run(capsys, "--version")
+    assert code == 0, err
+    assert out.strip() == f"connectx {connectx_gym.__version__}"
+
+
+def test_version_has_one_source() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    pyproject = tomllib.loads((Path(__file__).parents[1] / "pyproject.toml").read_text())
+    assert "version" not in pyproject["project"]
+    assert "version" in pyproject["project"]["dynamic"]
+    attr = pyproject["tool"]["setuptools"]["dynamic"]["version"]["attr"]
+    assert attr == "connectx_gym.__version__"
+
+
+def test_tournament_writes_a_picture_only_when_asked(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run(capsys, "tournament", "random", "onestep", "--games", "2")
+    assert code == 0, err
+    assert list(tmp_path.iterdir()) == []
+    pytest.importorskip("matplotlib")
+    code, _, err = run(
+        capsys, "tournament", "random", "onestep", "--games", "2", "--png", "ratings.png"
+    )
+    assert code == 0, err
+    assert [p.name for p in tmp_path.iterdir()] == ["ratings.png"]
+    assert (tmp_path / "ratings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"

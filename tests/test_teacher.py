@@ -257,7 +257,7 @@ def test_presets_are_valid_configs() -> None:
     assert TrainConfig().teacher_middle_book == 1
     assert TrainConfig().teacher_middle_book_positions == 18916
     assert strong.teacher_middle_book == 0
-    # The network and length of the README's default run (docs/training/default_report.md).
+    # The network and length of the README's default run (docs/experiments/default_report.md).
     default = TrainConfig()
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)

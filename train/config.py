@@ -2,7 +2,7 @@
 
 Each field's ``metadata["help"]`` is its documentation and its ``--flag`` help text; field names map
 to flags with dashes (``n_envs`` -> ``--n-envs``). Tuples take several values (``--panel random
-onestep``). The defaults are the README's main command, tuned to finish on 2 CPU cores in under 30
+onestep``). The defaults are the main run's, tuned to finish on 2 CPU cores in under 30
 minutes.
 
 Opponent mixtures
@@ -38,12 +38,14 @@ import argparse
 import contextlib
 import dataclasses
 import json
+import textwrap
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
+from train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
 from train.presets import PRESETS
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
@@ -55,7 +57,7 @@ VEC_ENVS = ("dummy", "subproc", "auto", "batched")
 PRECISIONS = ("auto", "bf16", "fp32")
 #: random stones before each training game when ``opening_plies`` is unset (capped by the board):
 #: 4 instead of 0 raised the mean against alphabeta at 50 ms over five seeds from 0.340 to 0.363
-#: and against minimax 4 from 0.911 to 0.923 (docs/training/bench_agent.md, random openings)
+#: and against minimax 4 from 0.911 to 0.923 (docs/experiments/bench_agent.md)
 DEFAULT_OPENING_PLIES = 4
 
 
@@ -77,7 +79,7 @@ class TrainConfig:
     max_minutes: float = _field(
         27.0,
         "stop training (then report as usual) after this many minutes of wall time in this "
-        "session, so that the default run ends within 30 minutes on a slow machine; "
+        "invocation, so that the default run ends within 30 minutes on a slow machine; "
         "0 means no limit",
     )
     progress_bar: bool = _field(True, "show a progress bar")
@@ -131,7 +133,6 @@ class TrainConfig:
     # network
     # 64 channels, 2 blocks and 1M steps (were 32, 1 and 2M): fewer mistakes and stronger against
     # minimax 4 and alphabeta over two seeds each, in 20 of the 30 minutes on a quiet machine
-    # (docs/training/bench_agent.md)
     channels: int = _field(64, "channels of the CNN's convolutions")
     blocks: int = _field(2, "residual blocks after the stem convolution")
     features_dim: int = _field(128, "size of the dense layer over the board")
@@ -157,7 +158,7 @@ class TrainConfig:
             # then alphabeta, keeping a third of the main share on minimax 4 (without it the
             # score against minimax 4 fell 0.03): against alphabeta at 50 ms 0.43 against 0.38
             # without these stages (seed 0, one benchmark run), 0.41 over four seeds; minimax 4
-            # held; 4% more wall time (docs/training/bench_agent.md)
+            # held; 4% more wall time
             "alphabeta:max_depth=6~0.25@2+minimax:depth=4",
             "alphabeta:max_depth=6@2+minimax:depth=4",
             "alphabeta:max_depth=8~0.25@2+minimax:depth=4",
@@ -209,9 +210,8 @@ class TrainConfig:
     )
     teacher_book_positions: int = _field(
         1929,
-        "how many of the book's positions to add, oldest first (the book grows across "
-        "sessions; 1,929 is the part that made the README's default run, so it reproduces); "
-        "0: the whole book",
+        "how many of the book's positions to add, oldest first (1,929: the part the default "
+        "run is made with, so that it reproduces if the book grows); 0: the whole book",
     )
     teacher_early_book: int = _field(
         1,
@@ -221,8 +221,8 @@ class TrainConfig:
     )
     teacher_early_book_positions: int = _field(
         27278,
-        "how many of the early book's positions to add, oldest first (27,278, the whole book "
-        "when the README's default run was made, so it reproduces if the book grows); "
+        "how many of the early book's positions to add, oldest first (27,278: the part the "
+        "default run is made with, so that it reproduces if the book grows); "
         "0: the whole book",
     )
     teacher_middle_book: int = _field(
@@ -233,8 +233,8 @@ class TrainConfig:
     )
     teacher_middle_book_positions: int = _field(
         18916,
-        "how many of the middle book's positions to add, oldest first (18,916, the whole book "
-        "when the README's default run was made, so it reproduces if the book grows); "
+        "how many of the middle book's positions to add, oldest first (18,916: the part the "
+        "default run is made with, so that it reproduces if the book grows); "
         "0: the whole book",
     )
     # evaluation and saving
@@ -371,9 +371,15 @@ def parse_mixture(text: str) -> list[tuple[str, float]]:
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    """Add ``--preset`` and one ``--flag`` per :class:`TrainConfig` field to ``parser``
-    (defaults: None = unset)."""
-    parser.add_argument(
+    """Add ``--preset`` and one ``--flag`` per :class:`TrainConfig` field to ``parser``, in the
+    groups of :data:`ARGUMENT_GROUPS` (defaults: None = unset)."""
+    parser.formatter_class = argparse.RawDescriptionHelpFormatter
+    parser.description = TRAIN_DESCRIPTION
+    parser.epilog = TRAIN_EPILOG + "\n" + textwrap.fill(parser.epilog or "", width=100)
+    groups = {title: parser.add_argument_group(title) for title, _ in ARGUMENT_GROUPS}
+    group_of = {name: groups[title] for title, names in ARGUMENT_GROUPS for name in names}
+    first_group = groups[ARGUMENT_GROUPS[0][0]]
+    first_group.add_argument(
         "--preset",
         choices=sorted(PRESETS),
         default=None,
@@ -381,24 +387,25 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         + "; ".join(f"{name}: {text}" for name, (text, _) in sorted(PRESETS.items())),
     )
     for f in fields(TrainConfig):
+        group = group_of.get(f.name, first_group)
         flag = "--" + f.name.replace("_", "-")
         help_text = f.metadata["help"]
         default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
         default_text = f.metadata.get("default_text", default)
         if f.type in ("bool", bool):
-            parser.add_argument(
+            group.add_argument(
                 flag,
                 action=argparse.BooleanOptionalAction,
                 default=None,
                 help=f"{help_text} (default: {default})",
             )
         elif f.metadata.get("action") == "append":
-            parser.add_argument(
+            group.add_argument(
                 flag, action="append", default=None, metavar="MIXTURE", help=help_text
             )
         elif isinstance(default, tuple):
             kind = int if all(isinstance(v, int) for v in default) and default else str
-            parser.add_argument(
+            group.add_argument(
                 flag,
                 nargs="*",
                 type=kind,
@@ -406,7 +413,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 help=f"{help_text} (default: {' '.join(map(str, default))})",
             )
         else:
-            parser.add_argument(
+            group.add_argument(
                 flag,
                 type=f.metadata.get("type", type(default)),
                 default=None,

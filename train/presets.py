@@ -1,6 +1,7 @@
 """``connectx train --preset`` bundles: each a description and the settings that differ from
 :class:`train.config.TrainConfig`'s defaults (``train.config.preset_config`` builds one; flags given
-beside ``--preset`` override it). Plain data, so that every choice's reason sits next to it."""
+beside ``--preset`` override it). Plain data, so that every choice's reason sits next to it; the
+runs behind the reasons are recorded in docs/experiments/bench_agent.md."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ __all__ = ["PRESETS"]
 
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "default": ("the defaults (the README's 30-minute run)", {}),
+    "default": ("the defaults (the main run: about 30 minutes on 2 CPU cores)", {}),
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
         "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, its last two "
@@ -19,34 +20,34 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "out": "runs/strong",
             # seed 1 made the shipped weights, taught the shipped labels of seed 0 (read in
             # seconds); seed 0 of the same recipe missed a criterion fixed before its run (4.3%
-            # mistakes against 3.9%; docs/training/bench_agent.md)
+            # mistakes against 3.9%)
             "seed": 1,
             "teacher_seed": 0,
             "timesteps": 800_000,
             "max_minutes": 115.0,
             "torch_threads": 2,
             # 96 channels and 3 blocks (was 64 and 2): its final weights beat the smaller run's in
-            # every load-independent match, at 0.66 ms per move (docs/training/bench_agent.md)
+            # every load-independent match, at 0.66 ms per move
             "channels": 96,
             "blocks": 3,
             "teacher_positions": 200_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
             # 3 copies of the whole book (4,835 positions): about 7% of the set, where labels
-            # cost most (8 copies, 16%, did no better: docs/training/bench_agent.md)
+            # cost most (8 copies, 16%, did no better)
             "teacher_book": 3,
             "teacher_book_positions": 0,
             # the early book's first 27,278 positions (12-20 stones from ppo's games against
             # search, once): fewer mistakes and better against minimax 4 and 5 and alphabeta
-            # depth 8 than without it; the book's second round (44,450 in all) did no better
-            # (docs/training/bench_agent.md), so the preset keeps the part that made ppo
+            # depth 8 than without it; the book's second round (44,450 in all) did no better,
+            # so the preset keeps the part that made ppo
             "teacher_early_book_positions": 27_278,
             # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
-            # better (docs/training/bench_agent.md)
+            # better
             "teacher_middle_book": 0,
             # then the default's alphabeta stages with half their games against minimax 4 (the
             # default keeps a third): 0.58 against alphabeta at 50 ms on two seeds (0.47 without
-            # them), about 0.01 lower against minimax 4 (docs/training/bench_agent.md)
+            # them), about 0.01 lower against minimax 4
             "curriculum": (
                 "onestep",
                 "minimax:depth=2",
@@ -63,7 +64,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # for the shipped seed 3.3% mistakes against 3.9%, 0.953 against 0.943 against
             # minimax 4, 0.601 against 0.568 at 50 ms in one benchmark run; over the recipe's
             # three seeds higher against minimax 4 and alphabeta at 50 ms on the test seeds, not
-            # on the development ones (docs/training/bench_agent.md)
+            # on the development ones
             "average_weights": 2,
             "eval_every": 250_000,
         },

@@ -1,4 +1,4 @@
-"""``connectx tournament SPEC SPEC...``: a round robin with Elo ratings and a plot."""
+"""``connectx tournament SPEC SPEC...``: a round robin with Elo ratings (a plot with ``--png``)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap", type=bounded_int(0, 100_000), default=1000, help="bootstrap resamples"
     )
-    parser.add_argument("--png", default="tournament.png", help="ratings plot ('' for none)")
+    parser.add_argument(
+        "--png",
+        default=None,
+        metavar="FILE",
+        help="also write the ratings and score matrix as a PNG to FILE (default: no picture)",
+    )
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     add_board(parser)
 
