@@ -1,6 +1,6 @@
 """Kernels of the tutorials' lookahead agents: one-step scores and depth-limited minimax.
 
-Written once on integer bitboards; :func:`baselines._dual.backend` compiles them with numba for
+Written once on integer bitboards; :func:`connectx_gym._jit.backend` compiles them with numba for
 boards of up to 64 bits. The minimax is the tutorial's (the agent maximises, the opponent
 minimises, leaves scored by the window heuristic from the agent's point of view) with alpha-beta
 pruning: alpha-beta returns the exact value whenever it lies strictly inside the window, so a root
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._kernels_common import as_dims, next_move, open_frame, raise_value
+from baselines._kernels_common import next_move, open_frame, raise_value
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
@@ -26,9 +26,9 @@ from baselines._layout import (
     STAT_NODES,
     STAT_PLY,
     STAT_ROOT,
-    Dims,
 )
 from baselines.heuristic import window_score
+from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, has_line, possible_moves
 
 
@@ -37,7 +37,7 @@ def onestep_scores(
 ) -> None:
     """``out[c]``: the heuristic of the board after the player to move drops a disc in column
     ``c``, from that player's point of view; NaN for full columns. ``dims``: the
-    :class:`~baselines._layout.Dims` or their array (:func:`~baselines._layout.dims_arg`)."""
+    :class:`~connectx_gym._dims.Dims` or their array (:func:`~connectx_gym._dims.dims_arg`)."""
     d = as_dims(dims)
     other = current ^ mask
     moves = possible_moves(mask, d.bottom, d.board)
@@ -149,7 +149,7 @@ def minimax_run(
 
     Returns False when ``state``'s node budget ran out first: call again with the same arrays
     (and a larger budget) to carry on; True when ``out`` is complete. ``dims``: the
-    :class:`~baselines._layout.Dims` or their array.
+    :class:`~connectx_gym._dims.Dims` or their array.
     """
     d = as_dims(dims)
     opponent = current ^ mask

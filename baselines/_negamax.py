@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._kernels_common import as_dims, next_move, open_frame, raise_value
+from baselines._kernels_common import next_move, open_frame, raise_value
 from baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
@@ -22,8 +22,8 @@ from baselines._layout import (
     STAT_NODES,
     STAT_PLY,
     STAT_ROOT,
-    Dims,
 )
+from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
 
@@ -76,7 +76,7 @@ def negamax_run(
     """``out[c]``: 1 if column ``c`` wins at once, else ``-value(child, depth - 1)``; NaN when
     ``c`` is full. Returns False when ``state``'s node budget ran out first (call again with
     the same arrays and a larger budget to carry on), True when ``out`` is complete. ``dims``:
-    the :class:`~baselines._layout.Dims` or their array."""
+    the :class:`~connectx_gym._dims.Dims` or their array."""
     d = as_dims(dims)
     moves = possible_moves(mask, d.bottom, d.board)
     wins = winning_cells(current, moves, d.height, d.inarow, d.size)

@@ -17,11 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._checks import require_depth_fits
-from baselines._dual import backend
 from baselines._layout import (
     STAT_NODES,
     center_order,
-    dims_arg,
     new_frames,
     new_state,
     node_chunk,
@@ -29,6 +27,8 @@ from baselines._layout import (
     run_in_chunks,
 )
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 

@@ -12,16 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._checks import require_depth_fits
-from baselines._dual import Backend, backend
 from baselines._layout import (
     center_order,
-    dims_arg,
     new_frames,
     new_state,
     node_chunk,
     restart,
     run_in_chunks,
 )
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import Backend, backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 

@@ -29,16 +29,16 @@ import time
 import numpy as np
 
 from baselines._checks import require_node_limit, require_seconds
-from baselines._dual import backend
 from baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_NODES,
     center_order,
-    dims_arg,
     new_frames,
     new_state,
 )
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy, require_depth
 from connectx_gym.registry import make_policy
