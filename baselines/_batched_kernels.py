@@ -1,7 +1,7 @@
 """Kernels that score many boards in one call, looping over the per-board search kernels.
 
 :func:`board_scores` is the one adapter between the batch loop and the per-board kernels of
-:mod:`baselines._minimax` and :mod:`baselines._negamax`: a change of their signatures touches it
+:mod:`baselines._minimax` and :mod:`baselines._resumable`: a change of their signatures touches it
 alone. :func:`batch_scores` runs the boards on one thread; :func:`batch_scores_parallel` spreads
 them over numba's threads (each board's search is independent, so the scores are the same).
 Compiled by numba through :func:`connectx_gym._jit.backend` for boards of up to 64 bits.
@@ -13,11 +13,11 @@ import numpy as np
 from numba import prange
 
 from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT
-from baselines._minimax import minimax_run, onestep_scores
-from baselines._negamax import negamax_run
+from baselines._minimax import onestep_scores
+from baselines._resumable import MINIMAX, minimax_run, negamax_run
 from connectx_gym._jit import parallel
 
-ONESTEP, MINIMAX, NEGAMAX = 0, 1, 2
+ONESTEP = 0
 #: The node budget of one board's search in a batch: the searches run to the end in one call.
 UNLIMITED = 1 << 62
 

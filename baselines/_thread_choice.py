@@ -13,6 +13,7 @@ count). The answers never depend on this choice (each board's search is independ
 
 from __future__ import annotations
 
+import os
 import statistics
 import time
 from collections import deque
@@ -26,6 +27,14 @@ PROBE_EVERY = 32
 SAMPLES = 7
 #: Timings of each way taken before the faster is chosen.
 FIRST_SAMPLES = 3
+
+
+def available_cores() -> int:
+    """The cores this process may run on (its CPU affinity where the system has one; numba's
+    default thread count is the same), at least 1: the default of the labelling workers."""
+    if hasattr(os, "sched_getaffinity"):
+        return max(1, len(os.sched_getaffinity(0)))
+    return os.cpu_count() or 1
 
 
 class ThreadChoice:

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._batched_kernels import MINIMAX, NEGAMAX, ONESTEP
+from baselines._batched_kernels import ONESTEP
 from baselines._checks import require_depth_fits
 from baselines._layout import center_order, new_frames, new_state
+from baselines._resumable import MINIMAX, NEGAMAX
 from baselines._thread_choice import ThreadChoice
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy
 from baselines.negamax import NegamaxPolicy

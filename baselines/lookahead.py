@@ -38,8 +38,9 @@ __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
 class _GeometryCache:
     """Per-geometry kernel module and arguments, built on first use."""
 
-    def __init__(self, weights: WindowWeights) -> None:
+    def __init__(self, weights: WindowWeights, kernels: str) -> None:
         self.weights = weights
+        self.kernels = kernels
         self._entries: dict[Geometry, tuple] = {}
 
     def get(self, geometry: Geometry) -> tuple:
@@ -47,7 +48,7 @@ class _GeometryCache:
         if entry is None:
             own, other = self.weights.arrays(geometry.inarow)
             entry = (
-                backend("baselines._minimax", geometry),
+                backend(self.kernels, geometry),
                 own,
                 other,
                 center_order(geometry.columns),
@@ -69,7 +70,7 @@ class OneStepPolicy(Policy):
     def __init__(self, weights: WindowWeights | None = None) -> None:
         super().__init__()
         self.weights = weights or ONESTEP_WEIGHTS
-        self._cache = _GeometryCache(self.weights)
+        self._cache = _GeometryCache(self.weights, "baselines._minimax")
 
     def scores(self, board: Board) -> np.ndarray:
         """The heuristic after each column (NaN for full columns; all NaN once the game is over)."""
@@ -107,7 +108,7 @@ class MinimaxPolicy(Policy):
         super().__init__()
         self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
-        self._cache = _GeometryCache(self.weights)
+        self._cache = _GeometryCache(self.weights, "baselines._resumable")
         self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:

@@ -52,7 +52,7 @@ class NegamaxPolicy(Policy):
             return out
         if g not in self._kernels:
             self._kernels[g] = (
-                backend("baselines._negamax", g),
+                backend("baselines._resumable", g),
                 center_order(g.columns),
                 dims_arg(g),
             )

@@ -13,7 +13,7 @@ Run::
 
     python benchmarks/bench_rollout_scaling.py                 # 1, 2, 4, ... up to every core
     python benchmarks/bench_rollout_scaling.py --threads 1 2 16 --envs 512
-    python benchmarks/bench_rollout_scaling.py --quick         # 1 round of 0.3 s (CI)
+    python benchmarks/bench_rollout_scaling.py --quick         # 1 round of 0.3 s (CI: --smoke)
 """
 
 from __future__ import annotations
@@ -90,7 +90,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default 1, 2, 4..)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=2.0, help="per row and round")
-    parser.add_argument("--quick", action="store_true", help="1 round of 0.3 s, 64 boards")
+    parser.add_argument(
+        "--quick", "--smoke", action="store_true", help="1 round of 0.3 s, 64 boards"
+    )
     args = parser.parse_args()
     if args.quick:
         args.rounds, args.seconds, args.envs = 1, 0.3, 64

@@ -5,7 +5,7 @@ agent's stones and ``mask[i]`` every stone (the opponent's stones are ``agent[i]
 Pons' layout (bit ``column * height + h``, a sentinel bit on top of each column). ``winner[i]`` is
 -1 while the game goes on, then 0 (draw) or the winning mark.
 
-The functions are plain Python on integer arrays. :func:`connectx_gym.vector.kernels` runs them
+The functions are plain Python on integer arrays. :func:`for_geometry` gives them
 compiled by numba (``int64`` arrays) when the board fits in 64 bits, the win check being the very
 :func:`~connectx_gym.bitboard.has_line` compiled for the single env, and as they are on ``object``
 arrays of Python integers for larger boards. ``dims`` is the geometry's
@@ -13,7 +13,7 @@ arrays of Python integers for larger boards. ``dims`` is the geometry's
 
 The kernels run on one thread: a step is a few short kernel calls, and starting numba's threads
 costs more than these loops (measured: ``benchmarks/bench_vector.py``). The searching opponents,
-whose work per board is long, spread their boards over the cores (:mod:`baselines.batched`).
+whose work per board is long, spread their boards over the cores themselves.
 """
 
 from __future__ import annotations

@@ -81,8 +81,8 @@ def test_compiled_and_plain_minimax_agree(seed: int, depth: int, chunk: int) -> 
     order = center_order(7)
     results = []
     for module, nodes in (
-        (jit_module("baselines._minimax"), 1 << 30),
-        (importlib.import_module("baselines._minimax"), chunk),
+        (jit_module("baselines._resumable"), 1 << 30),
+        (importlib.import_module("baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)

@@ -58,8 +58,8 @@ def test_compiled_and_plain_negamax_agree(seed: int, depth: int, chunk: int) -> 
     board = ref.random_board(geometry, seed)
     results = []
     for module, nodes in (
-        (jit_module("baselines._negamax"), 1 << 30),
-        (importlib.import_module("baselines._negamax"), chunk),
+        (jit_module("baselines._resumable"), 1 << 30),
+        (importlib.import_module("baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)
