@@ -6,9 +6,9 @@ minimax searches runs several times faster, while on a machine whose cores are a
 shared 2-core one, measured with ``benchmarks/bench_rollout_scaling.py``) each call waits for the
 slowest thread to be scheduled and runs slower than on one thread. So a batch whose estimated
 work passes :data:`LEAST_PARALLEL_NANOSECONDS` is run both ways for its first calls, then the
-faster way, the other being tried again every :data:`PROBE_EVERY` calls to follow the machine's
-load. Batches are told apart by search kind, depth and size class (the bit length of the board
-count). The answers never depend on this choice (each board's search is independent).
+faster way, the other being tried again now and then (:data:`PROBE_EVERY`) to follow the
+machine's load. Batches are told apart by search kind, depth and size class (the bit length of
+the board count). The answers never depend on this choice (each board's search is independent).
 """
 
 from __future__ import annotations
@@ -21,7 +21,8 @@ from collections.abc import Callable, Hashable
 
 #: Below this work on one thread (the estimate of the caller, in nanoseconds), one thread.
 LEAST_PARALLEL_NANOSECONDS = 100_000
-#: After the first calls, the slower way is tried again once every this many calls.
+#: After the first calls, the slower way is tried again once every this many calls times how
+#: many times slower it was (so that the tries cost about 1 / PROBE_EVERY of the time).
 PROBE_EVERY = 32
 #: Timings kept per way (their median is compared); the first of each way (compilation) is not.
 SAMPLES = 7
@@ -45,6 +46,7 @@ class ThreadChoice:
         self._seconds: dict[tuple[Hashable, int], deque[float]] = {}
         self._seen: set[tuple[Hashable, int]] = set()
         self._calls: dict[Hashable, int] = {}
+        self._last_probe: dict[Hashable, int] = {}
 
     def threads(self, key: Hashable, available: int, nanoseconds: float) -> int:
         """Threads for the next batch of class ``key``: 1, or ``available`` (numba's threads,
@@ -57,12 +59,13 @@ class ThreadChoice:
         spread = self._seconds.get((key, available), ())
         if len(serial) < FIRST_SAMPLES or len(spread) < FIRST_SAMPLES:
             return 1 if len(serial) <= len(spread) else available
-        faster, slower = (
-            (1, available)
-            if statistics.median(serial) <= statistics.median(spread)
-            else (available, 1)
-        )
-        return slower if calls % PROBE_EVERY == 0 else faster
+        serial_time, spread_time = statistics.median(serial), statistics.median(spread)
+        faster, slower = (1, available) if serial_time <= spread_time else (available, 1)
+        gap = max(serial_time, spread_time) / max(min(serial_time, spread_time), 1e-12)
+        if calls - self._last_probe.get(key, 0) >= PROBE_EVERY * gap:
+            self._last_probe[key] = calls
+            return slower
+        return faster
 
     def run(self, key: Hashable, threads: int, boards: int, call: Callable[[], None]) -> None:
         """``call()``, its time per board recorded for ``threads`` threads and class ``key``."""
