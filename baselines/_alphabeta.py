@@ -25,7 +25,6 @@ import numpy as np
 from numba import objmode
 
 from baselines._kernels_common import (
-    as_dims,
     move_to_front,
     non_losing_moves,
     open_frame,
@@ -49,9 +48,9 @@ from baselines._layout import (
     STAT_ABORTED,
     STAT_NEXT_CHECK,
     STAT_NODES,
-    Dims,
 )
 from baselines.heuristic import window_score
+from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
 #: Score of a win made with no stone on the board; real wins score ``WIN - stones``.
@@ -137,7 +136,7 @@ def search(
     ``stats[STAT_ABORTED]`` is set to 1 (and the result is meaningless) when the clock passed
     ``deadline``. ``table`` is the transposition table (rows: key, then ``TABLE_*`` columns);
     ``frames`` and ``bounds`` (at least ``depth + 1`` rows) the stack, as in
-    :mod:`baselines._layout`; ``dims`` the :class:`~baselines._layout.Dims` or their array.
+    :mod:`baselines._layout`; ``dims`` the :class:`~connectx_gym._dims.Dims` or their array.
     """
     d = as_dims(dims)
     settled, score, moves = _settle(current, mask, stones, depth, -1, own_weights, other_weights, d)

@@ -1,19 +1,23 @@
 """Kernels that score many boards in one call, looping over the per-board search kernels.
 
 :func:`board_scores` is the one adapter between the batch loop and the per-board kernels of
-:mod:`baselines._minimax` and :mod:`baselines._negamax`: a change of their signatures touches it
-alone. Compiled by numba through :func:`baselines._dual.backend` for boards of up to 64 bits.
+:mod:`baselines._minimax` and :mod:`baselines._resumable`: a change of their signatures touches it
+alone. :func:`batch_scores` runs the boards on one thread; :func:`batch_scores_parallel` spreads
+them over numba's threads (each board's search is independent, so the scores are the same).
+Compiled by numba through :func:`connectx_gym._jit.backend` for boards of up to 64 bits.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numba import prange
 
 from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT
-from baselines._minimax import minimax_run, onestep_scores
-from baselines._negamax import negamax_run
+from baselines._minimax import onestep_scores
+from baselines._resumable import MINIMAX, minimax_run, negamax_run
+from connectx_gym._jit import parallel
 
-ONESTEP, MINIMAX, NEGAMAX = 0, 1, 2
+ONESTEP = 0
 #: The node budget of one board's search in a batch: the searches run to the end in one call.
 UNLIMITED = 1 << 62
 
@@ -51,6 +55,31 @@ def board_scores(
         negamax_run(current, mask, depth, order, dims, out, frames, bounds, state)
 
 
+def _score_boards(
+    kind: int,
+    current: np.ndarray,
+    mask: np.ndarray,
+    first: int,
+    stop: int,
+    depth: int,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames: np.ndarray,
+    bounds: np.ndarray,
+    state: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """``out[k]``: :func:`board_scores` of board ``k`` for ``first <= k < stop``, one after the
+    other in the same scratch arrays."""
+    for k in range(first, stop):
+        board_scores(
+            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames,
+            bounds, state, out[k],
+        )  # fmt: skip
+
+
 def batch_scores(
     kind: int,
     current: np.ndarray,
@@ -62,12 +91,43 @@ def batch_scores(
     dims,
     frames: np.ndarray,
     bounds: np.ndarray,
-    state: np.ndarray,
+    states: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """``out[k]``: :func:`board_scores` of board ``k`` (``current[k]``, ``mask[k]``)."""
+    """``out[k]``: :func:`board_scores` of board ``k`` (``current[k]``, ``mask[k]``), on one
+    thread. ``frames``, ``bounds`` and ``states`` hold one set of scratch arrays per part
+    (their first axis); this uses the first."""
+    frames0, bounds0, state0 = frames[0], bounds[0], states[0]
     for k in range(current.shape[0]):
         board_scores(
-            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames,
-            bounds, state, out[k],
+            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames0,
+            bounds0, state0, out[k],
+        )  # fmt: skip
+
+
+@parallel
+def batch_scores_parallel(
+    kind: int,
+    current: np.ndarray,
+    mask: np.ndarray,
+    depth: int,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames: np.ndarray,
+    bounds: np.ndarray,
+    states: np.ndarray,
+    out: np.ndarray,
+) -> None:
+    """:func:`batch_scores` with the boards cut into ``frames.shape[0]`` consecutive parts, spread
+    over numba's threads, each part searching in its own scratch arrays. Each board's search is
+    independent of the others, so the scores are exactly those of :func:`batch_scores`."""
+    parts = frames.shape[0]
+    boards = current.shape[0]
+    for part in prange(parts):
+        _score_boards(
+            kind, current, mask, part * boards // parts, (part + 1) * boards // parts, depth,
+            own_weights, other_weights, order, dims, frames[part], bounds[part], states[part],
+            out,
         )  # fmt: skip

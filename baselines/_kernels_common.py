@@ -1,8 +1,8 @@
 """Helpers shared by the search kernels: one copy each, compiled with the kernels that call them.
 
-Written on integer bitboards like the kernels (:mod:`baselines._dual` compiles this module with
+Written on integer bitboards like the kernels (:mod:`connectx_gym._jit` compiles this module with
 numba for boards of up to 64 bits and runs it on Python integers otherwise). ``d`` is the
-geometry's :class:`~baselines._layout.Dims`; ``frames`` and ``table`` follow
+geometry's :class:`~connectx_gym._dims.Dims`; ``frames`` and ``table`` follow
 :mod:`baselines._layout`.
 """
 
@@ -17,17 +17,10 @@ from baselines._layout import (
     FRAME_MOVES,
     FRAME_NEXT,
     TABLE_KEY,
-    Dims,
 )
+from connectx_gym._dims import Dims
 from connectx_gym._jit import helper
 from connectx_gym.bitboard import column_mask, popcount, possible_moves, winning_cells
-
-
-@helper
-def as_dims(dims) -> Dims:
-    """The :class:`Dims` of a kernel's dims argument: the named tuple itself, or its fields in
-    an array (:func:`baselines._layout.dims_arg`)."""
-    return Dims(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])
 
 
 @helper

@@ -1,10 +1,7 @@
 """The shapes the search kernels share: board dimensions, stack frames and search state.
 
-* :class:`Dims`: the geometry's integers as one named tuple (numba compiles named tuples of
-  integers), passed to a kernel instead of five to seven loose integers. The Python side passes
-  :func:`dims_arg` (the same fields as one ``int64`` array on boards of up to 64 bits: numba reads
-  an array argument a few microseconds faster than a tuple); kernels take either and read it with
-  :func:`baselines._kernels_common.as_dims`.
+* The board's dimensions: :class:`connectx_gym._dims.Dims` (the core's, shared with the batched
+  env's kernels).
 * Every search (minimax, negamax, alpha-beta, solver) keeps its explicit stack in two arrays of
   one row per ply, made by :func:`new_frames`: ``frames`` (integers; columns :data:`FRAME_CURRENT`,
   :data:`FRAME_MASK`, :data:`FRAME_NEXT`, :data:`FRAME_COUNT`, :data:`FRAME_BEST`, then from
@@ -23,7 +20,6 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 
@@ -57,32 +53,6 @@ STAT_SIZE = 6
 
 # Column of a transposition table row holding the key of the position stored there.
 TABLE_KEY = 0
-
-
-class Dims(NamedTuple):
-    """The integers of a :class:`~connectx_gym.Geometry` that the kernels read."""
-
-    bottom: int
-    board: int
-    height: int
-    inarow: int
-    size: int
-    columns: int
-    cells: int
-
-
-def dims(geometry: Geometry) -> Dims:
-    """The :class:`Dims` of ``geometry``."""
-    g = geometry
-    return Dims(g.bottom, g.board, g.height, g.inarow, g.size, g.columns, g.cells)
-
-
-def dims_arg(geometry: Geometry) -> Dims | np.ndarray:
-    """The :class:`Dims` of ``geometry`` as a kernel call takes them: one ``int64`` array on
-    boards of up to 64 bits (cheaper for numba to dispatch on than a named tuple), the named
-    tuple itself on larger boards (their masks do not fit in ``int64``)."""
-    d = dims(geometry)
-    return np.array(d, dtype=np.int64) if geometry.fits_64_bits else d
 
 
 def center_order(columns: int) -> np.ndarray:

@@ -1,10 +1,10 @@
 """Search kernels of the exact solver (:mod:`baselines.solver`), after Pascal Pons' solver.
 
-Written once on integer bitboards: :func:`baselines._dual.backend` compiles this module with numba
+Written once on integer bitboards: :func:`connectx_gym._jit.backend` compiles this module with numba
 when the board fits in 64 bits and runs it on Python integers otherwise. Every kernel takes
 
-- ``d``: the geometry's :class:`~baselines._layout.Dims` (or their array,
-  :func:`~baselines._layout.dims_arg`);
+- ``d``: the geometry's :class:`~connectx_gym._dims.Dims` (or their array,
+  :func:`~connectx_gym._dims.dims_arg`);
 - ``table``: the transposition table, an ``(n, 2)`` array of ``(key, bound)`` rows (``int64``, or
   ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position
   (:func:`~baselines._kernels_common.position_key`) is unique and stored whole, so entries never
@@ -24,7 +24,6 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 from __future__ import annotations
 
 from baselines._kernels_common import (
-    as_dims,
     non_losing_moves,
     open_frame,
     position_key,
@@ -44,8 +43,8 @@ from baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_NODES,
-    Dims,
 )
+from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, has_line, winning_cells
 
 #: Returned by :func:`solve_position` for a position in which a player already has a line.

@@ -18,16 +18,10 @@ import time
 import numpy as np
 
 from baselines._checks import require_depth_fits, require_seconds, signal_safe
-from baselines._dual import backend
-from baselines._layout import (
-    STAT_ABORTED,
-    STAT_NODES,
-    center_order,
-    dims_arg,
-    new_frames,
-    new_state,
-)
+from baselines._layout import STAT_ABORTED, STAT_NODES, center_order, new_frames, new_state
 from baselines.heuristic import WindowWeights
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.deadline import time_left
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable

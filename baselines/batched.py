@@ -4,38 +4,79 @@ The batched env (:mod:`connectx_gym.vector`) asks ``onestep``, ``minimax`` and `
 opponents for all their boards at once through these functions (registered by class in
 :mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop calls them); the
 column is one of maximal score with ties broken by the caller's generator.
+
+A batch whose searches are long enough is cut into one part per thread and the parts are searched
+at once, on numba's threads (``numba.set_num_threads`` or the ``NUMBA_NUM_THREADS`` environment
+variable; by default the cores this process may use); whether a batch gains by it is measured as
+the batches come (:mod:`baselines._thread_choice`). Each board's search is independent of the
+others, so the answers do not depend on the threads.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from baselines._batched_kernels import MINIMAX, NEGAMAX, ONESTEP
+from baselines._batched_kernels import ONESTEP
 from baselines._checks import require_depth_fits
-from baselines._dual import backend
-from baselines._layout import center_order, dims_arg, new_frames, new_state
+from baselines._layout import center_order, new_frames, new_state
+from baselines._resumable import MINIMAX, NEGAMAX
+from baselines._thread_choice import ThreadChoice
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy
 from baselines.negamax import NegamaxPolicy
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.batch import BoardBatch, choose_best_batch
 
-__all__ = ["batch_scores", "minimax_act_batch", "negamax_act_batch", "onestep_act_batch"]
+__all__ = [
+    "batch_scores",
+    "minimax_act_batch",
+    "negamax_act_batch",
+    "onestep_act_batch",
+]
 
 _NO_WEIGHTS = np.zeros(1)
+#: Rough nanoseconds of one-thread search per ``columns ** depth`` of a board (onestep: depth 1),
+#: by search kind (measured on a 2-core AMD EPYC, minimax depth 3 and 4, negamax depth 4): the
+#: estimate that decides whether a batch may be spread over threads.
+NANOSECONDS_PER_NODE = {ONESTEP: 150.0, MINIMAX: 150.0, NEGAMAX: 2.0}
+_thread_choice = ThreadChoice()
 
 
 def batch_scores(
-    kind: int, batch: BoardBatch, depth: int, own: np.ndarray, other: np.ndarray
+    kind: int,
+    batch: BoardBatch,
+    depth: int,
+    own: np.ndarray,
+    other: np.ndarray,
+    threads: int | None = None,
 ) -> np.ndarray:
-    """``(n, columns)`` scores of agent ``kind`` (NaN: full columns) on every board of ``batch``."""
+    """``(n, columns)`` scores of agent ``kind`` (NaN: full columns) on every board of
+    ``batch``, on ``threads`` threads (None: chosen by :class:`ThreadChoice` among one and
+    numba's threads). The scores do not depend on the threads."""
     g = batch.geometry
-    out = np.full((len(batch), g.columns), np.nan)
+    boards = len(batch)
+    out = np.full((boards, g.columns), np.nan)
     if kind != ONESTEP:
         require_depth_fits("depth", depth, g)
+    key = (kind, depth, boards.bit_length())
+    if not g.fits_64_bits:  # Python integers: one thread
+        threads = 1
+    elif threads is None:
+        import numba
+
+        estimate = boards * g.columns ** (1 if kind == ONESTEP else depth)
+        available = min(numba.get_num_threads(), boards)
+        threads = _thread_choice.threads(key, available, estimate * NANOSECONDS_PER_NODE[kind])
+    parts = max(1, min(threads, boards))
     frames, bounds = new_frames(depth, g)
-    backend("baselines._batched_kernels", g).batch_scores(
+    kernels = backend("baselines._batched_kernels", g)
+    score = kernels.batch_scores_parallel if parts > 1 else kernels.batch_scores
+    arguments = (
         kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims_arg(g),
-        frames, bounds, new_state(), out,
+        np.stack([frames] * parts), np.stack([bounds] * parts),
+        np.stack([new_state() for _ in range(parts)]), out,
     )  # fmt: skip
+    _thread_choice.run(key, parts, boards, lambda: score(*arguments))
     return out
 
 

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from connectx_gym import _vector_kernels
+from connectx_gym._dims import dims_arg
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import Policy
 
@@ -86,7 +87,7 @@ def _replay(
             raise ValueError(f"a row plays a full column or goes on after its game, ply {ply}")
         kernels.play_columns(
             first, mask, plies, marks, winner, rewards, planes, legal, boards, columns,
-            ply % 2 == 0, g.rows, g.height, g.inarow, g.size, g.cells,
+            ply % 2 == 0, dims_arg(g),
         )  # fmt: skip
     return np.where(plies % 2 == 0, first, first ^ mask), mask  # the first moves after even plies
 

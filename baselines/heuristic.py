@@ -11,7 +11,7 @@ Here the counts come from shifts and popcounts of the bitboards (the layout of
 :mod:`connectx_gym.bitboard`): for each direction, the windows free of the other player's discs
 are an AND of shifted copies of the free cells, and adding ``inarow`` shifted copies of the
 player's discs into bit-sliced counters (a sorting network beyond 15 in a row) gives how many
-discs each holds. The kernels are compiled by numba through :func:`baselines._dual.backend` for
+discs each holds. The kernels are compiled by numba through :func:`connectx_gym._jit.backend` for
 boards of up to 64 bits and run on Python integers for larger ones.
 """
 

@@ -17,11 +17,9 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._checks import require_depth_fits
-from baselines._dual import backend
 from baselines._layout import (
     STAT_NODES,
     center_order,
-    dims_arg,
     new_frames,
     new_state,
     node_chunk,
@@ -29,6 +27,8 @@ from baselines._layout import (
     run_in_chunks,
 )
 from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import (
     Policy,
@@ -44,8 +44,9 @@ __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
 class _GeometryCache:
     """Per-geometry kernel module and arguments, built on first use."""
 
-    def __init__(self, weights: WindowWeights) -> None:
+    def __init__(self, weights: WindowWeights, kernels: str) -> None:
         self.weights = weights
+        self.kernels = kernels
         self._entries: dict[Geometry, tuple] = {}
 
     def get(self, geometry: Geometry) -> tuple:
@@ -53,7 +54,7 @@ class _GeometryCache:
         if entry is None:
             own, other = self.weights.arrays(geometry.inarow)
             entry = (
-                backend("baselines._minimax", geometry),
+                backend(self.kernels, geometry),
                 own,
                 other,
                 center_order(geometry.columns),
@@ -75,7 +76,7 @@ class OneStepPolicy(Policy):
     def __init__(self, weights: WindowWeights | None = None) -> None:
         super().__init__()
         self.weights = weights or ONESTEP_WEIGHTS
-        self._cache = _GeometryCache(self.weights)
+        self._cache = _GeometryCache(self.weights, "baselines._minimax")
 
     def scores(self, board: Board) -> np.ndarray:
         """The heuristic after each column (NaN for full columns; all NaN once the game is over)."""
@@ -113,7 +114,7 @@ class MinimaxPolicy(Policy):
         super().__init__()
         self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
-        self._cache = _GeometryCache(self.weights)
+        self._cache = _GeometryCache(self.weights, "baselines._resumable")
         self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:

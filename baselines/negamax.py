@@ -12,16 +12,16 @@ from __future__ import annotations
 import numpy as np
 
 from baselines._checks import require_depth_fits
-from baselines._dual import Backend, backend
 from baselines._layout import (
     center_order,
-    dims_arg,
     new_frames,
     new_state,
     node_chunk,
     restart,
     run_in_chunks,
 )
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import Backend, backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import (
     Policy,
@@ -58,7 +58,7 @@ class NegamaxPolicy(Policy):
             return out
         if g not in self._kernels:
             self._kernels[g] = (
-                backend("baselines._negamax", g),
+                backend("baselines._resumable", g),
                 center_order(g.columns),
                 dims_arg(g),
             )

@@ -30,16 +30,16 @@ from collections import OrderedDict
 import numpy as np
 
 from baselines._checks import require_node_limit, require_seconds, require_table_bits
-from baselines._dual import backend
 from baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_NODES,
     center_order,
-    dims_arg,
     new_frames,
     new_state,
 )
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.deadline import check_deadline, time_left
 from connectx_gym.policy import Policy, require_depth

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from connectx_gym import _vector_kernels
+from connectx_gym._dims import dims_arg
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.policy import (
     BATCH_ACTORS,
@@ -57,6 +58,7 @@ class BoardBatch:
     ) -> None:
         self.geometry, self.current, self.mask, self.moves = geometry, current, mask, moves
         self._kernels = _vector_kernels.for_geometry(geometry.fits_64_bits)
+        self._dims = dims_arg(geometry)
 
     def __len__(self) -> int:
         return len(self.current)
@@ -70,7 +72,7 @@ class BoardBatch:
         g = self.geometry
         out = np.zeros((len(self), g.columns), dtype=np.int8)
         playing = np.full(len(self), -1, dtype=np.int64)
-        self._kernels.legal_masks(self.mask, playing, g.rows, g.height, out)
+        self._kernels.legal_masks(self.mask, playing, self._dims, out)
         return out.astype(bool)
 
     def planes(self) -> np.ndarray:
@@ -79,7 +81,7 @@ class BoardBatch:
         g = self.geometry
         out = np.zeros((len(self), 2, g.rows, g.columns), dtype=np.int8)
         boards = np.arange(len(self), dtype=np.int64)
-        self._kernels.write_planes(self.current, self.mask, boards, g.rows, g.height, out)
+        self._kernels.write_planes(self.current, self.mask, boards, self._dims, out)
         return out
 
 
@@ -154,12 +156,9 @@ def choose_best_batch(scores: np.ndarray, rng: np.random.Generator) -> np.ndarra
 
 
 def _random_act_batch(batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:
-    g = batch.geometry
     out = np.empty(len(batch), dtype=np.int64)
     boards = np.arange(len(batch), dtype=np.int64)
-    batch._kernels.random_columns(
-        batch.mask, boards, rng.random(len(batch)), g.rows, g.height, g.columns, out
-    )
+    batch._kernels.random_columns(batch.mask, boards, rng.random(len(batch)), batch._dims, out)
     return out
 
 

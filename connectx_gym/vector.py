@@ -11,6 +11,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from gymnasium.vector.utils import batch_space
 
 from connectx_gym import _vector_kernels
+from connectx_gym._dims import dims_arg
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.env import check_env_options, check_opening_plies, check_reset_options
@@ -99,6 +100,7 @@ class ConnectXVectorEnv(VectorEnv):
         self.action_space = batch_space(self.single_action_space, n)
         self.observation_space = batch_space(self.single_observation_space, n)
         self._kernels = _vector_kernels.for_geometry(g.fits_64_bits)
+        self._dims = dims_arg(g)
         word = np.int64 if g.fits_64_bits else object
         self._agent = np.zeros(n, dtype=word)  # the agent's stones
         self._mask = np.zeros(n, dtype=word)  # every stone
@@ -211,7 +213,7 @@ class ConnectXVectorEnv(VectorEnv):
                 self._kernels.random_replies(
                     self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
                     self._observations, self._legal, group, self.np_random.random(len(group)),
-                    opponent_action, g.rows, g.height, g.inarow, g.size, g.cells,
+                    opponent_action, self._dims,
                 )  # fmt: skip
                 continue
             batch = BoardBatch(
@@ -252,15 +254,13 @@ class ConnectXVectorEnv(VectorEnv):
     def _random_openings(self, boards: np.ndarray) -> None:
         """``0..opening_plies`` stones (drawn per board) in uniformly random open columns on the
         new ``boards``, played alternately from mark 1, ply by ply over all boards at once."""
-        g = self.geometry
         plies = self.np_random.integers(0, self.opening_plies + 1, size=len(boards))
         no_rewards = np.zeros(self.num_envs)  # no opening ends a game (check_opening_plies)
         for ply in range(int(plies.max(initial=0))):
             active = boards[plies > ply]
             columns = np.empty(len(active), dtype=np.int64)
             self._kernels.random_columns(
-                self._mask, active, self.np_random.random(len(active)), g.rows, g.height,
-                g.columns, columns,
+                self._mask, active, self.np_random.random(len(active)), self._dims, columns,
             )  # fmt: skip
             by_agent = self._marks[active] == 1 + ply % 2
             self._play(active[by_agent], columns[by_agent], True, no_rewards)
@@ -291,14 +291,14 @@ class ConnectXVectorEnv(VectorEnv):
         if not self._started:
             raise RuntimeError("no games in progress: call reset() first")
         columns = self._columns(actions)
-        g, n = self.geometry, self.num_envs
+        n = self.num_envs
         rewards = np.zeros(n, dtype=np.float64)
         illegal = np.zeros(n, dtype=bool)
         reply = np.zeros(n, dtype=bool)
         count = self._kernels.agent_moves(
             self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
             self._observations, self._legal, self._ended_by_opening, columns, illegal, reply,
-            self.illegal_action == "raise", g.rows, g.height, g.inarow, g.size, g.cells,
+            self.illegal_action == "raise", self._dims,
         )  # fmt: skip
         if count and self.illegal_action == "raise":
             raise ValueError(self._illegal_message(np.flatnonzero(illegal), columns))
@@ -356,11 +356,9 @@ class ConnectXVectorEnv(VectorEnv):
     def _play(
         self, boards: np.ndarray, columns: np.ndarray, by_agent: bool, rewards: np.ndarray
     ) -> None:
-        g = self.geometry
         self._kernels.play_columns(
             self._agent, self._mask, self._moves, self._marks, self._winner, rewards,
-            self._observations, self._legal, boards, columns, by_agent, g.rows, g.height,
-            g.inarow, g.size, g.cells,
+            self._observations, self._legal, boards, columns, by_agent, self._dims,
         )  # fmt: skip
 
     def _output(self) -> np.ndarray:

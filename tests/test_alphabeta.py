@@ -14,11 +14,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from baselines._alphabeta import WIN
-from baselines._dual import jit_module
-from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE, dims, new_frames
+from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE, new_frames
 from baselines.alphabeta import ALPHABETA_WEIGHTS, AlphaBetaPolicy
 from baselines.lookahead import center_order
 from connectx_gym import Board, Geometry, make_policy
+from connectx_gym._dims import dims
+from connectx_gym._jit import jit_module
 from connectx_gym.match import play_match
 
 seeds = st.integers(0, 2**32 - 1)

@@ -10,14 +10,9 @@ import tutorial_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._dual import backend
-from baselines.heuristic import (
-    MINIMAX_WEIGHTS,
-    ONESTEP_WEIGHTS,
-    WindowWeights,
-    count_windows,
-)
+from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights, count_windows
 from connectx_gym import Board, Geometry
+from connectx_gym._jit import backend
 from connectx_gym.bitboard import popcount
 
 # Plus lines of 16 and more (counted by the sorting network instead of the 4-bit counters), one

@@ -12,11 +12,12 @@ import tutorial_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._dual import jit_module
-from baselines._layout import dims, new_frames, new_state, run_in_chunks
+from baselines._layout import new_frames, new_state, run_in_chunks
 from baselines.heuristic import MINIMAX_WEIGHTS
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
 from connectx_gym import Board, Geometry, make_policy
+from connectx_gym._dims import dims
+from connectx_gym._jit import jit_module
 from connectx_gym.match import play_match
 
 seeds = st.integers(0, 2**32 - 1)
@@ -80,8 +81,8 @@ def test_compiled_and_plain_minimax_agree(seed: int, depth: int, chunk: int) -> 
     order = center_order(7)
     results = []
     for module, nodes in (
-        (jit_module("baselines._minimax"), 1 << 30),
-        (importlib.import_module("baselines._minimax"), chunk),
+        (jit_module("baselines._resumable"), 1 << 30),
+        (importlib.import_module("baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)

@@ -12,11 +12,12 @@ import tutorial_reference as ref
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._dual import jit_module
-from baselines._layout import dims, new_frames, new_state, run_in_chunks
+from baselines._layout import new_frames, new_state, run_in_chunks
 from baselines.lookahead import center_order
 from baselines.negamax import NegamaxPolicy
 from connectx_gym import Board, Geometry, make_policy
+from connectx_gym._dims import dims
+from connectx_gym._jit import jit_module
 
 seeds = st.integers(0, 2**32 - 1)
 
@@ -57,8 +58,8 @@ def test_compiled_and_plain_negamax_agree(seed: int, depth: int, chunk: int) -> 
     board = ref.random_board(geometry, seed)
     results = []
     for module, nodes in (
-        (jit_module("baselines._negamax"), 1 << 30),
-        (importlib.import_module("baselines._negamax"), chunk),
+        (jit_module("baselines._resumable"), 1 << 30),
+        (importlib.import_module("baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)

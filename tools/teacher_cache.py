@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from baselines._thread_choice import available_cores
 from baselines.teacher_cache import SHIPPED_FILE, ChunkStore, exclusion_digest
 from baselines.teacher_labels import (
     KEEP,
@@ -52,7 +53,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.teacher_cache", description=main.__doc__)
     parser.add_argument("--positions", type=int, default=200_000, help="positions (chunks of 250)")
     parser.add_argument("--seed", type=int, default=0, help="the run seed the chunks belong to")
-    parser.add_argument("--workers", type=int, default=2, help="labelling processes")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=available_cores(),
+        help="labelling processes (default: the cores)",
+    )
     parser.add_argument(
         "--cache",
         type=Path,

@@ -43,6 +43,7 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
+from baselines._thread_choice import available_cores
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
 from train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
@@ -201,7 +202,7 @@ class TrainConfig:
         "supervised minibatches of teacher positions after each rollout, so PPO keeps what "
         "was taught (0: none)",
     )
-    teacher_workers: int = _field(2, "processes labelling the teacher positions")
+    teacher_workers: int = _field(available_cores(), "processes labelling the teacher positions")
     teacher_book: int = _field(
         2,
         "copies of the shipped opening book (baselines.teacher_book: exactly labelled positions "

@@ -1,0 +1,151 @@
+"""Rollout steps per second against ``minimax:depth=4`` on 1, 2, 4, ... threads: how the batched
+env's searching opponents scale with the cores.
+
+Each step of ``gymnasium.make_vec("ConnectX-v0", num_envs=B, opponent="minimax:depth=4")`` plays
+B random legal agent moves (drawn from the mask with a seeded generator) and the opponents'
+replies, which :mod:`baselines.batched` searches on numba's threads (``numba.set_num_threads``,
+the count of each row). The rows are measured in turns (``--rounds`` rounds of ``--seconds``
+each, after a warm-up in which the batch actor settles whether spreading pays) and the table
+shows the median, with the ratio to 1 and to 2 threads. The 16-core target of issue 44 is at
+least 5x the steps/s of 2 threads.
+
+Run::
+
+    python benchmarks/bench_rollout_scaling.py                 # 1, 2, 4, ... up to every core
+    python benchmarks/bench_rollout_scaling.py --threads 1 2 16 --envs 512
+    python benchmarks/bench_rollout_scaling.py --quick         # 1 round of 0.3 s (CI: --smoke)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import subprocess
+import time
+from pathlib import Path
+
+import numpy as np
+
+SEED = 0
+
+
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform``)."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if cpuinfo.exists():
+        for line in cpuinfo.read_text().splitlines():
+            if line.startswith("model name"):
+                return line.partition(":")[2].strip()
+    return platform.processor() or platform.machine()
+
+
+def bfloat16_support() -> str:
+    """Whether the CPU has native bfloat16 instructions (AVX512-BF16 or AMX), from its flags."""
+    cpuinfo = Path("/proc/cpuinfo")
+    if not cpuinfo.exists():
+        return "unknown (no /proc/cpuinfo)"
+    flags = set()
+    for line in cpuinfo.read_text().splitlines():
+        if line.startswith("flags"):
+            flags = set(line.partition(":")[2].split())
+            break
+    native = sorted(flags & {"avx512_bf16", "amx_bf16"})
+    return f"native ({', '.join(native)})" if native else "none native (emulated)"
+
+
+def gpu_name() -> str:
+    """The GPUs ``nvidia-smi`` lists, or 'none'."""
+    try:
+        listed = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
+            capture_output=True, text=True, timeout=10, check=True,
+        ).stdout.strip()  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "none"
+    return ", ".join(listed.splitlines()) or "none"
+
+
+def available_cores() -> int:
+    """The cores this process may run on."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
+
+
+def thread_counts(cores: int) -> list[int]:
+    """1, 2, 4, ... below ``cores``, then ``cores``."""
+    counts, count = [], 1
+    while count < cores:
+        counts.append(count)
+        count *= 2
+    return [*counts, cores]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--depth", type=int, default=4, help="the minimax opponent's depth")
+    parser.add_argument("--envs", type=int, default=256, help="boards of the batched env")
+    parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default 1, 2, 4..)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=2.0, help="per row and round")
+    parser.add_argument(
+        "--quick", "--smoke", action="store_true", help="1 round of 0.3 s, 64 boards"
+    )
+    args = parser.parse_args()
+    if args.quick:
+        args.rounds, args.seconds, args.envs = 1, 0.3, 64
+
+    import gymnasium as gym
+    import numba
+
+    import connectx_gym  # noqa: F401  (registers ConnectX-v0)
+
+    cores = available_cores()
+    counts = args.threads or thread_counts(min(cores, numba.config.NUMBA_NUM_THREADS))
+    too_many = [count for count in counts if not 1 <= count <= numba.config.NUMBA_NUM_THREADS]
+    if too_many:
+        parser.error(f"--threads {too_many}: numba has 1 to {numba.config.NUMBA_NUM_THREADS}")
+    print(f"CPU: {cpu_model()}, {cores} cores available ({os.cpu_count()} in all); "
+          f"bfloat16: {bfloat16_support()}; GPU: {gpu_name()}")  # fmt: skip
+    print(f"Python {platform.python_version()}, numba {numba.__version__} "
+          f"(threading layer chosen at the first parallel call)")  # fmt: skip
+
+    opponent = f"minimax:depth={args.depth}"
+    env = gym.make_vec("ConnectX-v0", num_envs=args.envs, opponent=opponent)
+    rng = np.random.default_rng(SEED)
+    env.reset(seed=SEED)
+
+    def steps_per_second(threads: int, seconds: float) -> float:
+        numba.set_num_threads(threads)
+        steps = 0
+        start = time.perf_counter()
+        while time.perf_counter() - start < seconds:
+            masks = env.action_masks()
+            env.step(np.argmax(masks * rng.random(masks.shape), axis=1))
+            steps += args.envs
+        return steps / (time.perf_counter() - start)
+
+    for threads in counts:  # compile, and let the batch actor time both ways
+        steps_per_second(threads, max(1.0, args.seconds) if not args.quick else 0.3)
+    rates: dict[int, list[float]] = {threads: [] for threads in counts}
+    for _ in range(args.rounds):
+        for threads in counts:
+            rates[threads].append(steps_per_second(threads, args.seconds))
+    medians = {threads: statistics.median(values) for threads, values in rates.items()}
+    layer = numba.threading_layer() if max(counts) > 1 else "none used"
+    print(f"threading layer: {layer}\n")
+    print(f"agent steps/s against {opponent}, {args.envs} boards "
+          f"(median of {args.rounds} x {args.seconds:g} s)\n")  # fmt: skip
+    print("| threads | steps/s | x 1 thread | x 2 threads |")
+    print("|---:|---:|---:|---:|")
+    for threads in counts:
+        rate = medians[threads]
+        two = f"{rate / medians[2]:.2f}x" if 2 in medians else "-"
+        print(f"| {threads} | {rate:,.0f} | {rate / medians[counts[0]]:.2f}x | {two} |")
+    env.close()
+
+
+if __name__ == "__main__":
+    main()

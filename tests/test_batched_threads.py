@@ -1,0 +1,144 @@
+"""The batch opponents on several threads answer exactly what they answer on one thread and
+what the single-board policies answer; the choice between one thread and many."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
+from baselines.batched import MINIMAX, NEGAMAX, ONESTEP, batch_scores
+from connectx_gym import Board, Geometry, make_policy
+from connectx_gym.batch import BoardBatch
+
+KINDS = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}
+
+
+def random_batch(geometry: Geometry, count: int, seed: int) -> tuple[BoardBatch, list[Board]]:
+    """``count`` positions of random games (0 to 14 plies, not over), as a batch and boards."""
+    rng = np.random.default_rng(seed)
+    boards: list[Board] = []
+    while len(boards) < count:
+        board = Board(geometry, 0, 0, 0)
+        for _ in range(rng.integers(0, 15)):
+            board = board.play(int(rng.choice(board.legal_moves())))
+            if board.is_terminal():
+                break
+        if not board.is_terminal():
+            boards.append(board)
+    word = np.int64 if geometry.fits_64_bits else object
+    batch = BoardBatch(
+        geometry,
+        np.array([b.current for b in boards], dtype=word),
+        np.array([b.mask for b in boards], dtype=word),
+        np.array([b.moves for b in boards], dtype=np.int64),
+    )
+    return batch, boards
+
+
+def single_scores(spec: str, boards: list[Board]) -> np.ndarray:
+    """What the single-board policy computes for ``act`` on each board."""
+    policy = make_policy(spec)
+    if policy.name == "minimax":
+        return np.array([policy._search(board, exact=False) for board in boards])
+    return np.array([policy.scores(board) for board in boards])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    spec=st.sampled_from(["onestep", "minimax:depth=1", "minimax:depth=3", "negamax:depth=4"]),
+    size=st.sampled_from([(6, 7, 4), (5, 6, 3), (4, 4, 3)]),
+    count=st.integers(1, 20),
+    threads=st.integers(2, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_many_threads_score_like_one_and_like_the_single_policy(
+    spec: str, size: tuple[int, int, int], count: int, threads: int, seed: int
+) -> None:
+    geometry = Geometry(*size)
+    batch, boards = random_batch(geometry, count, seed)
+    policy = make_policy(spec)
+    kind = KINDS[policy.name]
+    own = other = np.zeros(geometry.inarow + 1)
+    if kind != NEGAMAX:
+        own, other = policy.weights.arrays(geometry.inarow)
+    depth = getattr(policy, "depth", 1)
+    one = batch_scores(kind, batch, depth, own, other, threads=1)
+    many = batch_scores(kind, batch, depth, own, other, threads=threads)
+    np.testing.assert_array_equal(many, one)
+    np.testing.assert_array_equal(one, single_scores(spec, boards))
+
+
+def test_a_batch_of_minimax_depth_4_is_the_same_on_every_thread_count() -> None:
+    geometry = Geometry(6, 7, 4)
+    batch, boards = random_batch(geometry, 48, seed=7)
+    own, other = make_policy("minimax:depth=4").weights.arrays(4)
+    one = batch_scores(MINIMAX, batch, 4, own, other, threads=1)
+    for threads in (2, 3, 8, 48):
+        np.testing.assert_array_equal(batch_scores(MINIMAX, batch, 4, own, other, threads), one)
+    np.testing.assert_array_equal(one, single_scores("minimax:depth=4", boards))
+
+
+def test_boards_beyond_64_bits_score_on_one_thread_alike() -> None:
+    geometry = Geometry(9, 9, 5)
+    batch, boards = random_batch(geometry, 3, seed=1)
+    own, other = make_policy("onestep").weights.arrays(5)
+    scores = batch_scores(ONESTEP, batch, 1, own, other, threads=4)
+    np.testing.assert_array_equal(scores, single_scores("onestep", boards))
+
+
+class FakeClock:
+    """A clock that the timed call moves forward by ``cost[threads]`` seconds per board."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def timed_calls(choice: ThreadChoice, clock: FakeClock, cost: dict[int, float], calls: int):
+    """The threads ``choice`` picks over ``calls`` batches of 10 boards whose time per board on
+    each way is ``cost``."""
+    picked = []
+    for _ in range(calls):
+        threads = choice.threads("key", 4, nanoseconds=1e9)
+        picked.append(threads)
+
+        def call(threads: int = threads) -> None:
+            clock.now += cost[threads] * 10
+
+        choice.run("key", threads, 10, call)
+    return picked
+
+
+@pytest.mark.parametrize(("faster", "slower"), [(4, 1), (1, 4)])
+def test_the_choice_measures_both_ways_then_keeps_the_faster(faster: int, slower: int) -> None:
+    clock = FakeClock()
+    choice = ThreadChoice(clock)
+    cost = {faster: 1.0, slower: 3.0}
+    calls = 20 * PROBE_EVERY
+    picked = timed_calls(choice, clock, cost, calls)
+    explored = 2 * (FIRST_SAMPLES + 1)  # each way's first call (compilation) is not counted
+    assert sorted(set(picked[:explored])) == [1, 4]
+    settled = picked[explored:]
+    probes = settled.count(slower)  # about one per PROBE_EVERY * 3 calls (3x slower)
+    assert calls // (PROBE_EVERY * 3) - 2 <= probes <= calls // (PROBE_EVERY * 3) + 1
+    assert settled.count(faster) == len(settled) - probes
+
+
+def test_the_choice_follows_a_change_of_load() -> None:
+    clock = FakeClock()
+    choice = ThreadChoice(clock)
+    timed_calls(choice, clock, {1: 3.0, 4: 1.0}, PROBE_EVERY)
+    assert choice.threads("key", 4, 1e9) == 4
+    picked = timed_calls(choice, clock, {1: 3.0, 4: 9.0}, 8 * PROBE_EVERY)  # cores now busy
+    assert picked[-2 * PROBE_EVERY :].count(4) <= 2  # the probes only
+
+
+def test_short_batches_and_one_thread_stay_on_one_thread() -> None:
+    choice = ThreadChoice()
+    assert choice.threads("key", 8, nanoseconds=1_000) == 1
+    assert choice.threads("key", 1, nanoseconds=1e9) == 1
