@@ -9,9 +9,9 @@ move) is decided without looking at its children, and then its value for the pla
 its children's values negated) with fail-soft alpha-beta, so the value of a column is exact
 whenever it lies strictly inside its window. :func:`minimax_run` and :func:`negamax_run` are the
 two searches. The evaluation is picked by an integer ``kind`` rather than passed as a function
-(numba does not cache a function that passes a compiled function on as a value); :func:`run` is
-compiled into each search (a :func:`~connectx_gym._jit.helper`), where ``kind`` is a constant and
-the other search's evaluation drops out.
+(numba does not cache a function that passes a compiled function on as a value): one branch a
+leaf. :func:`run` is no :func:`~connectx_gym._jit.helper` (those are compiled without numba's
+reference counting, which the evaluations' small lists need).
 
 The loop keeps its own stack (numba cannot cache self-recursive functions) in the arrays of
 :mod:`baselines._layout`, and stops after a node budget: the caller runs it in chunks.
@@ -36,7 +36,6 @@ from baselines._layout import (
 from baselines._minimax import evaluate as minimax_evaluate
 from baselines._negamax import evaluate as negamax_evaluate
 from connectx_gym._dims import Dims, as_dims
-from connectx_gym._jit import helper
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
 #: Search kinds (the batch kernels' numbering: 0 is the one-step agent).
@@ -65,7 +64,6 @@ def evaluate(
     )
 
 
-@helper
 def run(
     kind: int,
     current: int,
