@@ -38,6 +38,7 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Board, Geometry
+from connectx_gym.outputs import open_atomically
 from connectx_gym.policy import KaggleAgentPolicy, Policy, choose_best
 from connectx_gym.weights import (
     WEIGHTS_FORMAT,
@@ -80,12 +81,12 @@ FILE_LOADERS: dict[str, str] = {
 
 # -- the weights-only file ------------------------------------------------------------------------
 def save_weights(weights: WeightsFile, path: str | Path) -> Path:
-    """Write ``weights`` to ``path`` (``.npz``) atomically: a temporary file, then a rename."""
-    path = Path(path)
-    temporary = path.with_name(path.name + ".tmp.npz")
-    write_weights(weights, temporary)
-    temporary.replace(path)
-    return path
+    """Write ``weights`` to ``path`` (``.npz``) atomically: a temporary file, then a rename
+    (:func:`connectx_gym.outputs.open_atomically`: a directory, device or symbolic link at
+    ``path`` is refused, never replaced)."""
+    with open_atomically(path, "wb") as file:
+        write_weights(weights, file)
+    return Path(path)
 
 
 def load_weights(path: str | Path) -> WeightsFile:

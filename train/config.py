@@ -44,6 +44,7 @@ from typing import Any
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
+from connectx_gym.outputs import write_text_atomically
 from train.presets import PRESETS
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
@@ -350,7 +351,7 @@ class TrainConfig:
 
     def save(self, path: Path) -> None:
         """Write the settings as JSON."""
-        path.write_text(json.dumps(self.to_json(), indent=2))
+        write_text_atomically(path, json.dumps(self.to_json(), indent=2))
 
 
 def parse_mixture(text: str) -> list[tuple[str, float]]:

@@ -3,7 +3,6 @@ the panel evaluation of those weights."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +13,7 @@ from stable_baselines3.common.vec_env import VecEnv
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import NumpyNetPolicy
 from connectx_gym.match import play_match
+from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
@@ -92,10 +92,9 @@ def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
 
 
 def save_model(model: MaskablePPO, path: Path) -> None:
-    """``model.save`` to a temporary file, then ``os.replace`` onto ``path``."""
-    temporary = path.with_name(path.stem + ".tmp.zip")
-    model.save(temporary)
-    os.replace(temporary, path)
+    """``model.save`` to a temporary file, then a rename onto ``path``
+    (:func:`connectx_gym.outputs.write_atomically`)."""
+    write_atomically(path, model.save)
 
 
 def model_weights(model: MaskablePPO, geometry: Geometry) -> WeightsFile:

@@ -24,7 +24,6 @@ import copy
 import dataclasses
 import hashlib
 import json
-import os
 import pickle
 import time
 from collections.abc import Callable
@@ -39,6 +38,7 @@ from stable_baselines3.common.callbacks import BaseCallback
 from baselines.teacher_book import BOOKS, load_book
 from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
+from connectx_gym.outputs import write_atomically
 from train.config import TrainConfig
 
 __all__ = [
@@ -209,9 +209,7 @@ def _digest(data: TeacherTensors) -> str:
 def write_torch_atomically(path: Path, saved: dict[str, Any]) -> None:
     """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it (the
     supervised passes here, a checkpoint's extras in :mod:`train.resume_extras`)."""
-    temporary = path.with_name(path.name + ".tmp.pt")  # as the run's other files are written
-    torch.save(saved, temporary)
-    os.replace(temporary, path)
+    write_atomically(path, lambda temporary: torch.save(saved, temporary))
 
 
 def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
