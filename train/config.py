@@ -45,6 +45,7 @@ from typing import Any
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
 from connectx_gym.outputs import write_text_atomically
+from train.config_types import check_setting_type
 from train.presets import PRESETS
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
@@ -249,7 +250,9 @@ class TrainConfig:
     checkpoint_every: int = _field(50_000, "steps between checkpoints")
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first setting out of range."""
+        """Raise ``ValueError`` naming the first setting of the wrong type or out of range."""
+        for f in fields(self):
+            check_setting_type(f.name, str(f.type), getattr(self, f.name))
         positive = (
             "timesteps",
             "rows",
@@ -347,6 +350,9 @@ class TrainConfig:
             raise ValueError(f"unknown settings {sorted(unknown)}")
         data = {**ADDED_LATER, **data}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        types = {f.name: str(f.type) for f in fields(cls)}
+        for name, value in values.items():
+            check_setting_type(name, types[name], value)
         return cls(**values)
 
     def save(self, path: Path) -> None:

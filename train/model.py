@@ -18,6 +18,7 @@ from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
 from train.sb3_files import GEOMETRY_ATTRIBUTE
+from train.torch_files import load_error_reason
 
 __all__ = [
     "LinearSchedule",
@@ -86,7 +87,8 @@ def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
     try:
         model = MaskablePPO.load(path, env=env, device="cpu")
     except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
-        raise ValueError(f"{path}: not a loadable checkpoint ({error})") from None
+        reason = f"{type(error).__name__}: {load_error_reason(error)}"
+        raise ValueError(f"{path}: not a loadable checkpoint ({reason})") from None
     model.tensorboard_log = str(out / "tb")
     return model
 

@@ -28,12 +28,14 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
     from sb3_contrib import MaskablePPO
 
     from train.networks import numpy_layers
+    from train.torch_files import load_error_reason
 
     warnings.warn(UNPICKLE_WARNING, UserWarning, stacklevel=2)
     try:
         model = MaskablePPO.load(path, device="cpu")
     except Exception as error:
-        raise ValueError(f"{path} is not a loadable MaskablePPO model ({error!r})") from None
+        reason = f"{type(error).__name__}: {load_error_reason(error)}"
+        raise ValueError(f"{path} is not a loadable MaskablePPO model ({reason})") from None
     _, rows, columns = model.observation_space.shape
     rows_columns_inarow = getattr(model, GEOMETRY_ATTRIBUTE, None) or (rows, columns, 4)
     layers, params = numpy_layers(model.policy)
