@@ -103,8 +103,8 @@ def model_file(model: str | Path) -> Path:
     if model.suffix.lower() not in (".npz", ".zip"):
         shipped = ", ".join(SHIPPED_WEIGHTS)
         raise ValueError(
-            f"cannot export {model}: expected a .npz weights file, an SB3 .zip or the name of "
-            f"shipped weights ({shipped})"
+            f"cannot export {model}: expected a .npz weights file or an SB3 .zip, or the name "
+            f"of shipped weights ({shipped})"
         )
     return model
 
