@@ -41,6 +41,7 @@ import numpy as np
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym import _vector_kernels
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.outputs import open_atomically
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 
@@ -225,17 +226,16 @@ def _save(path: Path, geometry: Geometry, labelled: list[dict[str, Any]], meta: 
         moves[i, : len(item["moves"])] = item["moves"]
         scores[i] = item["scores"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(
-        temporary,
-        moves=moves,
-        plies=np.array([len(item["moves"]) for item in labelled], dtype=np.int8),
-        scores=scores,
-        phase=np.array([item["phase"] for item in labelled], dtype=np.int8),
-        split=np.array([item["split"] for item in labelled], dtype=np.int8),
-        meta=np.array(json.dumps(meta)),
-    )
-    temporary.replace(path)
+    with open_atomically(path, "wb") as file:
+        np.savez_compressed(
+            file,
+            moves=moves,
+            plies=np.array([len(item["moves"]) for item in labelled], dtype=np.int8),
+            scores=scores,
+            phase=np.array([item["phase"] for item in labelled], dtype=np.int8),
+            split=np.array([item["split"] for item in labelled], dtype=np.int8),
+            meta=np.array(json.dumps(meta)),
+        )
 
 
 def _checkpoint(

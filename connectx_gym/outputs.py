@@ -2,9 +2,10 @@
 
 Every file a command writes (``-o``/``--output``, ``--save-games``, ``--png``, the run's files in
 ``--out``) goes through :func:`atomic_output` or its shorthands: the data is written to a new
-temporary file beside the target (``NAME.<random>.tmp<suffix>``), flushed to disk, then renamed
-onto the target, so a reader never sees half a file and a crash or a full disk never leaves a
-damaged one (the temporary file is removed on any error, and the error names the target).
+temporary file beside the target (``NAME.<pid>-<random>.tmp<suffix>``), flushed to disk, then
+renamed onto the target, so a reader never sees half a file and a crash or a full disk never
+leaves a damaged one: the temporary file is removed on any error (and the error names the
+target), and one left by a killed writer is removed by the next write of the same target.
 
 A rename replaces whatever the target names, so :func:`check_output_path` first refuses (one
 line, :class:`OutputPathError`) a target that is not a regular file or a new name: a directory, a
@@ -83,10 +84,36 @@ def check_output_path(path: str | os.PathLike[str]) -> Path:
     return target
 
 
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporary files of ``target`` left by writers that were killed (``kill -9``
+    gives no chance to clean up): those whose process id, in their name, no longer runs."""
+    prefix = f"{target.name}."
+    with contextlib.suppress(OSError):
+        for entry in os.scandir(target.parent):
+            pid, dash, _ = entry.name[len(prefix) :].partition("-")
+            stale = entry.name.startswith(prefix) and dash and ".tmp" in entry.name
+            if stale and pid.isdigit() and not _process_alive(int(pid)):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
 def _new_temporary(target: Path, suffix: str) -> Path:
-    """A new, empty file beside ``target`` (created here, so no other writer shares it)."""
+    """A new, empty file beside ``target`` (created here, so no other writer shares it), named
+    ``NAME.<pid>-<random>.tmp<suffix>``."""
+    _remove_stale_temporaries(target)
     while True:
-        temporary = target.with_name(f"{target.name}.{secrets.token_hex(4)}.tmp{suffix}")
+        token = f"{os.getpid()}-{secrets.token_hex(4)}"
+        temporary = target.with_name(f"{target.name}.{token}.tmp{suffix}")
         try:
             descriptor = os.open(temporary, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o666)
         except FileExistsError:

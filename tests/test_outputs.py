@@ -213,3 +213,23 @@ def test_save_games_writes_a_regular_file(capsys: pytest.CaptureFixture[str], tm
     assert code == 0
     assert len(games.read_text().splitlines()) == 2
     assert leftovers(tmp_path) == []
+
+
+def test_temporary_files_of_killed_writers_are_removed_by_the_next_write(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    finished = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                              capture_output=True, text=True, check=True)  # fmt: skip
+    dead = int(finished.stdout)  # a process id that no longer runs
+    target = tmp_path / "state.json"
+    stale = tmp_path / f"state.json.{dead}-0a1b2c3d.tmp.json"
+    stale.write_text("half")
+    alive = tmp_path / f"state.json.{os.getpid()}-0a1b2c3d.tmp.json"  # a writer still at work
+    alive.write_text("busy")
+    other = tmp_path / f"other.json.{dead}-0a1b2c3d.tmp.json"  # another target's
+    other.write_text("half")
+    write_text_atomically(target, "{}")
+    assert not stale.exists()
+    assert alive.exists()
+    assert other.exists()

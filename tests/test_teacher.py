@@ -248,6 +248,8 @@ def test_damaged_passes_start_over_and_say_so(
     assert message in lines[0]
     assert lines[0].endswith("teaching from the start")
     assert "weights_only" not in lines[0]
+    assert "can still be loaded" not in lines[0]  # torch's advice to load unsafely
+    assert "safe_globals" not in lines[0]
     assert again["earlier_seconds"] == 0
     assert again["actor_loss"] == fresh["actor_loss"]  # the same passes, from the start
     assert "optimizer" in torch.load(progress, weights_only=True)  # written anew

@@ -165,3 +165,5 @@ def test_a_file_that_is_not_weights_only_gets_no_unsafe_advice(tmp_path: Path) -
     assert "not a weights-only file" in lines[0]
     assert "weights_only" not in lines[0]
     assert "False" not in lines[0]
+    assert "can still be loaded" not in lines[0]
+    assert "safe_globals" not in lines[0]

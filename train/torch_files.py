@@ -23,13 +23,15 @@ _UNPICKLER_DETAIL = re.compile(
 
 def load_error_reason(error: BaseException) -> str:
     """One line saying why a file could not be loaded, without torch's advice to load it
-    unsafely (``weights_only=False``): "not a weights-only file (...)" for a file holding other
-    objects, else the first sentence of the error."""
+    unsafely (``weights_only=False``, or allowing more classes): "not a weights-only file
+    (Unsupported global: ...)" for a file holding other objects, else the first sentence of the
+    error."""
     text = " ".join(str(error).split())
     if "Weights only load failed" in text or "weights_only" in text:
         found = _UNPICKLER_DETAIL.search(" ".join(str(error).split()))
         detail = found.group(1).strip() if found else ""
-        detail = "" if "weights_only" in detail else detail
+        detail = re.split(r"(?<=[.!?])\s", detail, maxsplit=1)[0]  # what, not torch's advice
+        detail = "" if "weights_only" in detail or "safe_globals" in detail else detail
         return "not a weights-only file" + (f" ({detail})" if detail else "")
     if not text:
         return type(error).__name__
