@@ -179,6 +179,11 @@ def onnx_logits(path: str | Path, obs: np.ndarray, action_mask: np.ndarray) -> n
     return session.run(["logits"], feeds)[0]
 
 
+def _load(model: str | Path) -> WeightsFile:
+    """The network of ``model``: shipped weights by name, a ``.npz`` or an SB3 ``.zip``."""
+    return load_file(model_file(model))
+
+
 def check_positions(count: int) -> int:
     """``count`` if it is a number of check positions this module accepts (``ValueError`` naming
     :data:`MAX_CHECK_POSITIONS` otherwise)."""
@@ -212,9 +217,7 @@ def export_onnx(
     except ImportError as error:
         raise ImportError(f"{ONNX_HINT} ({error})") from None
     check_positions(check)
-    if not isinstance(model, WeightsFile):
-        model = load_file(model_file(model))
-    weights = model
+    weights = model if isinstance(model, WeightsFile) else _load(model)
     output = check_output_path(output)  # before the export's work: a bad path fails at once
     g = weights.geometry
     module = LayersModule(weights).eval()
