@@ -41,7 +41,7 @@ import numpy as np
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym import _vector_kernels
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.outputs import open_atomically
+from connectx_gym.outputs import open_atomically, write_text_atomically
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 
@@ -344,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.readme_only:
         with np.load(args.output, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-        args.output.with_name("README.md").write_text(_readme(meta), encoding="utf-8")
+        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
         return 0
 
     started = time.perf_counter()
@@ -429,7 +429,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta["seconds"] = time.perf_counter() - started
     _save(args.output, geometry, labelled, meta)
     if not args.no_readme:
-        args.output.with_name("README.md").write_text(_readme(meta), encoding="utf-8")
+        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
     print(json.dumps({k: meta[k] for k in ("counts", "skipped", "games", "seconds")}))
     return 0
 

@@ -202,6 +202,7 @@ def test_save_games_and_png_onto_links_and_devices_are_refused(
     )
     assert code == 2
     assert "device" in err
+    assert len(err.strip().splitlines()) == 1  # refused before any game (no progress lines)
     assert stat.S_ISCHR(os.lstat(device).st_mode)
 
 
