@@ -234,3 +234,21 @@ def test_temporary_files_of_killed_writers_are_removed_by_the_next_write(tmp_pat
     assert not stale.exists()
     assert alive.exists()
     assert other.exists()
+
+
+def test_a_full_disk_while_saving_weights_names_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from connectx_gym import files
+
+    def full_disk(weights: object, file: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    target = tmp_path / "final.npz"
+    monkeypatch.setattr(files, "write_weights", full_disk)
+    with pytest.raises(OSError, match="No space left") as caught:
+        tiny_weights(target)
+    assert caught.value.filename == str(target)
+    assert str(target) in str(caught.value)
+    assert not target.exists()
+    assert leftovers(tmp_path) == []
