@@ -60,6 +60,24 @@ def test_an_export_error_is_one_line_without_the_banner(tmp_path: Path) -> None:
     assert "missing.zip" in done.stderr
 
 
+def test_saving_a_model_prints_no_gym_banner(tmp_path: Path) -> None:
+    done = python(
+        "from pathlib import Path\n"
+        "from train.config import TrainConfig\n"
+        "from train.model import new_model, save_model\n"
+        "from train.opponents import make_vec_env\n"
+        "config = TrainConfig(n_envs=2, channels=8, features_dim=32, teacher_positions=0)\n"
+        f"out = Path({str(tmp_path)!r})\n"
+        "save_model(new_model(config, make_vec_env(config), out), out / 'checkpoint.zip')\n"
+        "import sys\n"
+        "print('gym' in sys.modules)"
+    )
+    assert done.returncode == 0, done.stderr
+    assert "unmaintained" not in done.stderr
+    assert done.stdout.split() == ["False"]
+    assert (tmp_path / "checkpoint.zip").is_file()
+
+
 def test_gym_stays_importable_for_others() -> None:
     done = python("import train.model\nimport gym\nprint(gym.__name__)")
     assert done.returncode == 0, done.stderr

@@ -18,6 +18,7 @@ from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
 from train.sb3_files import GEOMETRY_ATTRIBUTE
+from train.sb3_without_gym import without_gym
 from train.torch_files import load_error_reason
 
 __all__ = [
@@ -96,7 +97,8 @@ def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
 def save_model(model: MaskablePPO, path: Path) -> None:
     """``model.save`` to a temporary file, then a rename onto ``path``
     (:func:`connectx_gym.outputs.write_atomically`)."""
-    write_atomically(path, model.save)
+    with without_gym():  # SB3 lists gym's version in the file, and importing gym prints a banner
+        write_atomically(path, model.save)
 
 
 def model_weights(model: MaskablePPO, geometry: Geometry) -> WeightsFile:

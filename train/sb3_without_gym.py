@@ -1,26 +1,43 @@
 """Keep SB3 from importing the unmaintained ``gym`` package (and printing its banner).
 
 Stable-Baselines3 imports ``gym`` when it is installed (kaggle-environments brings it) only to
-convert old gym envs, which connectx-gym never gives it; the import prints gym's four-line
-"unmaintained" notice on stderr, before every message of ``connectx train`` and the exports.
-:func:`install` makes ``gym`` unimportable while SB3's one module that imports it
-(:data:`SB3_GYM_MODULE`) runs, and only then: SB3 takes gym as absent, and anything else that
-imports ``gym`` still gets it. ``import train`` installs it, before anything imports SB3.
+convert old gym envs, which connectx-gym never gives it, and to list its version in the
+``system_info.txt`` of every saved model; the import prints gym's four-line "unmaintained" notice
+on stderr, before every message of ``connectx train`` and the exports. :func:`install` makes
+``gym`` unimportable while SB3's module that imports it (:data:`SB3_GYM_MODULE`) runs, and
+:func:`without_gym` while a model is saved, and only then: SB3 takes gym as absent, and anything
+else that imports ``gym`` still gets it. ``import train`` installs it, before anything imports
+SB3.
 """
 
 from __future__ import annotations
 
+import contextlib
 import importlib.abc
 import importlib.machinery
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from types import ModuleType
 from typing import Any
 
-__all__ = ["SB3_GYM_MODULE", "install"]
+__all__ = ["SB3_GYM_MODULE", "install", "without_gym"]
 
 #: SB3's module that imports ``gym`` when it can
 SB3_GYM_MODULE = "stable_baselines3.common.vec_env.patch_gym"
+
+
+@contextlib.contextmanager
+def without_gym() -> Iterator[None]:
+    """A block in which ``import gym`` raises ``ImportError`` (unless gym was imported before)."""
+    if "gym" in sys.modules:
+        yield
+        return
+    sys.modules["gym"] = None  # type: ignore[assignment] - "import gym" raises ImportError
+    try:
+        yield
+    finally:
+        if "gym" in sys.modules and sys.modules["gym"] is None:
+            del sys.modules["gym"]
 
 
 class _LoaderWithoutGym(importlib.abc.Loader):
@@ -33,15 +50,8 @@ class _LoaderWithoutGym(importlib.abc.Loader):
         return self.loader.create_module(spec)
 
     def exec_module(self, module: ModuleType) -> None:
-        if "gym" in sys.modules:
+        with without_gym():
             self.loader.exec_module(module)
-            return
-        sys.modules["gym"] = None  # type: ignore[assignment] - "import gym" raises ImportError
-        try:
-            self.loader.exec_module(module)
-        finally:
-            if "gym" in sys.modules and sys.modules["gym"] is None:
-                del sys.modules["gym"]
 
 
 class _SB3WithoutGym(importlib.abc.MetaPathFinder):
