@@ -112,6 +112,6 @@ def model_file(model: str | Path) -> Path:
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
     """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or the
     name of shipped weights, such as ``"ppo"``)."""
-    weights = load_file(model_file(model))
     check_output_path(output)  # before the work: a bad path fails at once
+    weights = load_file(model_file(model))
     return write_text_atomically(output, kaggle_source(weights))

@@ -47,6 +47,7 @@ __all__ = [
     "MAX_CHECK_POSITIONS",
     "OPSET",
     "LayersModule",
+    "check_positions",
     "export_onnx",
     "onnx_logits",
     "random_positions",
@@ -217,8 +218,8 @@ def export_onnx(
     except ImportError as error:
         raise ImportError(f"{ONNX_HINT} ({error})") from None
     check_positions(check)
-    weights = model if isinstance(model, WeightsFile) else _load(model)
     output = check_output_path(output)  # before the export's work: a bad path fails at once
+    weights = model if isinstance(model, WeightsFile) else _load(model)
     g = weights.geometry
     module = LayersModule(weights).eval()
     example = (torch.zeros(2, 2, g.rows, g.columns), torch.ones(2, g.columns))
