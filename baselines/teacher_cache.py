@@ -33,6 +33,8 @@ from typing import Any
 
 import numpy as np
 
+from connectx_gym.outputs import open_atomically
+
 __all__ = [
     "SHIPPED_FILE",
     "ChunkResult",
@@ -132,12 +134,12 @@ class ChunkStore:
         )
 
     def save(self, path: Path) -> None:
-        """Write the store as compressed ``.npz`` (a temporary file, then a rename)."""
-        temporary = path.with_name(path.name + ".tmp.npz")
+        """Write the store as compressed ``.npz`` (atomically:
+        :func:`connectx_gym.outputs.open_atomically`)."""
         arrays = {name: getattr(self, name) for name in ("keys", "offsets", "games", "skipped")}
         arrays |= {"moves": self.moves, "values": self.values, "meta": json.dumps(self.meta)}
-        np.savez_compressed(temporary, **arrays)
-        temporary.replace(path)
+        with open_atomically(path, "wb") as file:
+            np.savez_compressed(file, **arrays)
 
     @classmethod
     def load(cls, path: Path) -> ChunkStore:

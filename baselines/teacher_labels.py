@@ -43,6 +43,7 @@ from baselines.teacher_cache import (
 )
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.openings import ply_openings
+from connectx_gym.outputs import open_atomically
 from connectx_gym.registry import make_policy
 
 __all__ = [
@@ -103,12 +104,11 @@ class TeacherSet:
         return [Board.from_moves(self.geometry, row[row >= 0]) for row in self.moves]
 
     def save(self, path: Path) -> None:
-        """Write the set as ``.npz`` (atomically: a temporary file, then a rename)."""
-        temporary = path.with_name(path.name + ".tmp.npz")
-        np.savez_compressed(
-            temporary, moves=self.moves, values=self.values, meta=json.dumps(self.meta)
-        )
-        temporary.replace(path)
+        """Write the set as ``.npz`` (atomically: :func:`connectx_gym.outputs.open_atomically`)."""
+        with open_atomically(path, "wb") as file:
+            np.savez_compressed(
+                file, moves=self.moves, values=self.values, meta=json.dumps(self.meta)
+            )
 
     @classmethod
     def load(cls, path: Path) -> TeacherSet:
@@ -367,9 +367,8 @@ def _write_chunk(path: Path, result: ChunkResult) -> None:
     moves, values, games, skipped = result
     padded = pad_moves(moves, max((len(m) for m in moves), default=0))
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.stem + ".tmp.npz")
-    np.savez(temporary, moves=padded, values=np.array(values), counts=np.array([games, skipped]))
-    temporary.replace(path)
+    with open_atomically(path, "wb") as file:
+        np.savez(file, moves=padded, values=np.array(values), counts=np.array([games, skipped]))
 
 
 def _read_chunk(path: Path) -> ChunkResult:

@@ -32,6 +32,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from connectx_gym.numeric import player_mark, whole_number
+
 __all__ = [
     "MAX_CELLS",
     "MAX_SIDE",
@@ -143,8 +145,7 @@ class Geometry:
 
     def __init__(self, rows: int = 6, columns: int = 7, inarow: int = 4) -> None:
         for name, value in (("rows", rows), ("columns", columns), ("inarow", inarow)):
-            if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-                raise TypeError(f"{name} must be an integer, got {value!r}")
+            whole_number(value, name)  # one rule: 6.0 is refused, as mark=2.0 is
             if value < 1:
                 raise ValueError(f"{name} must be >= 1, got {value}")
             if value > MAX_SIDE:
@@ -289,7 +290,7 @@ class Board(NamedTuple):
         if (filled[:-1] & ~filled[1:]).any():
             raise ValueError("a stone floats above an empty cell")
         to_move = 1 if ones == twos else 2
-        if mark is not None and int(mark) != to_move:
+        if mark is not None and player_mark(mark) != to_move:
             raise ValueError(f"mark {mark} is not the player to move (mark {to_move} is)")
         mine = geometry.pack(grid == to_move)
         if geometry.has_line(mine):

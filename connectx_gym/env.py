@@ -12,6 +12,7 @@ from gymnasium import spaces
 
 from connectx_gym._jit import jit
 from connectx_gym.bitboard import Board, Geometry, has_line
+from connectx_gym.numeric import player_mark
 from connectx_gym.policy import Policy, RandomPolicy, Struct, validate_answer
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
@@ -162,10 +163,8 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     ) -> None:
         self.geometry = Geometry(rows, columns, inarow)
         self.opening_plies = check_opening_plies(opening_plies, self.geometry)
-        if agent_mark not in (None, 1, 2):
-            raise ValueError(f"agent_mark must be 1, 2 or None, got {agent_mark!r}")
         check_env_options(render_mode, illegal_action, self.metadata["render_modes"])
-        self.agent_mark_setting = agent_mark
+        self.agent_mark_setting = player_mark(agent_mark, "agent_mark", allow_none=True)
         self.render_mode = render_mode
         self.illegal_action = illegal_action
         self.opponent: Policy = make_policy(opponent)
@@ -238,8 +237,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
             self.opponent, self.opponent_spec = self._next_opponent
             self._next_opponent = None
         mark = options.get("agent_mark", self.agent_mark_setting)
-        if mark not in (None, 1, 2):
-            raise ValueError(f"agent_mark must be 1, 2 or None, got {mark!r}")
+        mark = player_mark(mark, "agent_mark", allow_none=True)
         self._new_game()
         self.agent_mark = int(self.np_random.integers(1, 3)) if mark is None else mark
         self._done = False

@@ -40,8 +40,9 @@ import numpy as np
 from threadpoolctl import ThreadpoolController
 
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Board, Geometry
+from connectx_gym.outputs import open_atomically
 from connectx_gym.plugins import LOADERS_GROUP, plugins, provider
-from connectx_gym.policy import KaggleAgentPolicy, Policy, choose_best
+from connectx_gym.policy import KaggleAgentPolicy, Policy, agent_exit_error, choose_best
 from connectx_gym.weights import (
     WEIGHTS_FORMAT,
     WeightsFile,
@@ -92,12 +93,12 @@ def file_loaders() -> dict[str, EntryPoint | str]:
 
 # -- the weights-only file ------------------------------------------------------------------------
 def save_weights(weights: WeightsFile, path: str | Path) -> Path:
-    """Write ``weights`` to ``path`` (``.npz``) atomically: a temporary file, then a rename."""
-    path = Path(path)
-    temporary = path.with_name(path.name + ".tmp.npz")
-    write_weights(weights, temporary)
-    temporary.replace(path)
-    return path
+    """Write ``weights`` to ``path`` (``.npz``) atomically: a temporary file, then a rename
+    (:func:`connectx_gym.outputs.open_atomically`: a directory, device or symbolic link at
+    ``path`` is refused, never replaced)."""
+    with open_atomically(path, "wb") as file:
+        write_weights(weights, file)
+    return Path(path)
 
 
 def load_weights(path: str | Path) -> WeightsFile:
@@ -195,7 +196,12 @@ class NumpyNetPolicy(Policy):
 
 def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
     """The agent function of a Kaggle ``.py`` file: ``agent``, else ``act``, else the last
-    function the file defines (Kaggle's own rule). **Runs the file's code.**"""
+    function the file defines (Kaggle's own rule). **Runs the file's code.**
+
+    A file that calls ``sys.exit`` while it is loaded raises
+    :class:`~connectx_gym.policy.AgentExitError` naming it (so does its agent when it plays:
+    :class:`~connectx_gym.policy.KaggleAgentPolicy`). ``os._exit`` ends the process at once,
+    beyond any protection in-process."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such agent file: {path}")
@@ -207,6 +213,9 @@ def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
     sys.modules[module_name] = module
     try:
         spec.loader.exec_module(module)
+    except SystemExit as exit_:  # one line naming the file, not the end of the program
+        sys.modules.pop(module_name, None)
+        raise agent_exit_error(exit_, f"agent file {path}", "while it was loaded") from None
     except Exception as error:
         sys.modules.pop(module_name, None)
         raise ValueError(f"running agent file {path} failed: {error!r}") from None

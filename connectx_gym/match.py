@@ -42,6 +42,7 @@ import numpy as np
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.openings import Openings, resolve_openings
+from connectx_gym.outputs import open_atomically
 from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
 from connectx_gym.registry import make_policy
 
@@ -292,7 +293,7 @@ def play_match(
         if save_games is not None:
             out = save_games if hasattr(save_games, "write") else None
             if out is None:
-                out = stack.enter_context(open(save_games, "w", encoding="utf-8"))  # type: ignore[arg-type]
+                out = stack.enter_context(open_atomically(save_games))  # type: ignore[arg-type]
         for index, (record, game_clock, game_moves) in enumerate(outcomes):
             clock[0] += game_clock[0]
             clock[1] += game_clock[1]

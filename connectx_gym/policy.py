@@ -19,6 +19,7 @@ import numpy as np
 from connectx_gym.bitboard import Board, Geometry
 
 __all__ = [
+    "AgentExitError",
     "IllegalMoveError",
     "KaggleAgentPolicy",
     "NoisyPolicy",
@@ -39,6 +40,17 @@ __all__ = [
 
 class IllegalMoveError(ValueError):
     """A player answered a column that is off the board or full."""
+
+
+class AgentExitError(RuntimeError):
+    """Agent code called ``sys.exit`` (raised ``SystemExit``) while loading or choosing a move:
+    an error naming the agent, instead of the end of the program that runs it."""
+
+
+def agent_exit_error(exit_: SystemExit, who: str, when: str) -> AgentExitError:
+    """The :class:`AgentExitError` of ``exit_``, raised by ``who`` ``when`` (one line)."""
+    code = "" if exit_.code is None else repr(exit_.code)
+    return AgentExitError(f"{who} called sys.exit({code}) {when}")
 
 
 class Struct(dict):
@@ -173,6 +185,10 @@ class KaggleAgentPolicy(Policy):
     ``columns``, ``inarow`` and Kaggle's timeouts; both allow attribute and key access. Agents that
     draw from Python's ``random`` or ``numpy.random`` global state are made reproducible: both are
     seeded from the caller's generator around each call and restored afterwards.
+
+    An agent that calls ``sys.exit`` raises :class:`AgentExitError` naming it, rather than ending
+    the program. ``os._exit`` (and a crash of native code) ends the process at once, beyond any
+    protection in-process: run agents you do not trust in a child process.
     """
 
     def __init__(self, agent: Callable[[Any, Any], Any], name: str | None = None) -> None:
@@ -190,6 +206,10 @@ class KaggleAgentPolicy(Policy):
         np.random.seed(seed)  # noqa: NPY002
         try:
             answer = self.agent(kaggle_observation(board), kaggle_configuration(board))
+        except SystemExit as exit_:
+            raise agent_exit_error(
+                exit_, f"agent {self.name}", "instead of answering a column"
+            ) from None
         finally:
             random.setstate(python_state)
             np.random.set_state(numpy_state)  # noqa: NPY002

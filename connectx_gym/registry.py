@@ -11,9 +11,10 @@ A *spec* names a registered policy and, after a colon, its parameters::
     "runs/ppo/final.npz"        (a path to a saved agent: a model file or a Kaggle agent ``.py``)
     "minimax:depth=3~0.25"      (any spec, softened: a random legal move with probability 0.25)
 
-Parameter values are Python literals (``4``, ``0.5``, ``True``, ``'text'``) or bare words taken as
-strings. Names may contain colons (``kaggle:negamax``); the parameters start at the first
-``:``-separated part that holds an ``=``.
+Parameter values are numbers (``4``, ``0.5``, ``1e-3``, ``nan``: read by
+:func:`connectx_gym.numeric.parse_number`, which refuses ``1_0``), ``True``/``False``/``None``,
+quoted strings (``'text'``) or bare words taken as strings. Names may contain colons
+(``kaggle:negamax``); the parameters start at the first ``:``-separated part that holds an ``=``.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import numpy as np
 
 from connectx_gym.bitboard import Board
 from connectx_gym.files import file_loaders
+from connectx_gym.numeric import looks_numeric, parse_number
 from connectx_gym.plugins import POLICIES_GROUP, plugins
 from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
@@ -135,22 +137,28 @@ def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:
             raise ValueError(f"bad parameter {item!r} in policy spec {spec!r}: expected key=value")
         if key in params:
             raise ValueError(f"parameter {key!r} given twice in policy spec {spec!r}")
-        params[key] = _parse_value(raw.strip())
+        try:
+            params[key] = _parse_value(raw.strip(), key)
+        except ValueError as error:
+            raise ValueError(f"{error} in policy spec {spec!r}") from None
     return name, params
 
 
-def _parse_value(raw: str) -> Any:
+def _parse_value(raw: str, key: str) -> Any:
     lowered = raw.lower()
     if lowered in ("true", "false"):
         return lowered == "true"
     if lowered in ("none", "null"):
         return None
-    if lowered in ("nan", "inf", "+inf", "-inf", "infinity", "-infinity"):
-        return float(lowered)  # a number, so that range checks name it ("time_budget=nan")
+    if looks_numeric(raw):  # one parser for numbers (nan and inf included, so range checks name
+        return parse_number(raw, key)  # them), which refuses "1_0" rather than reading 10
     try:
-        return ast.literal_eval(raw)
+        value = ast.literal_eval(raw)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return raw
+    if isinstance(value, (int, float, complex)) and not isinstance(value, bool):
+        return parse_number(raw, key)  # a number written otherwise ("(1_0)"): refused
+    return value
 
 
 def _is_path_spec(spec: str) -> bool:
@@ -209,7 +217,7 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
 
 def _parse_noise(text: str, spec: str) -> float:
     try:
-        value = float(text)
+        value = float(parse_number(text, "noise"))
     except ValueError:
         message = f"bad noise {text!r} in policy spec {spec!r}: expected spec~0.25"
         raise ValueError(message) from None

@@ -25,6 +25,7 @@ import numpy as np
 
 from connectx_gym.match import GameExecutor, MatchResult, PolicyLike, play_match
 from connectx_gym.openings import Openings
+from connectx_gym.outputs import atomic_output, open_atomically
 
 __all__ = ["TournamentResult", "bradley_terry_elo", "run_tournament", "short_label"]
 
@@ -184,8 +185,11 @@ class TournamentResult:
         key.set_title("key", loc="left", size=10)
         figure.tight_layout()
         path = Path(path)
-        figure.savefig(path, dpi=100)
-        plt.close(figure)
+        try:
+            with atomic_output(path) as temporary:
+                figure.savefig(temporary, dpi=100, format=path.suffix.lstrip(".").lower() or "png")
+        finally:
+            plt.close(figure)
         return path
 
 
@@ -237,7 +241,7 @@ def run_tournament(
     with ExitStack() as stack:
         out = save_games
         if save_games is not None and not hasattr(save_games, "write"):
-            out = stack.enter_context(open(save_games, "w", encoding="utf-8"))  # type: ignore[arg-type]
+            out = stack.enter_context(open_atomically(save_games))  # type: ignore[arg-type]
         for index, (i, j) in enumerate(pairs):
             match_seed = int(seeds[index].generate_state(1)[0])
             match = play_match(

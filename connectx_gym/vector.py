@@ -15,11 +15,13 @@ from connectx_gym._dims import dims_arg
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.env import check_env_options, check_opening_plies, check_reset_options
+from connectx_gym.memory import MEMORY_SHARE, available_memory, format_bytes
+from connectx_gym.numeric import player_mark
 from connectx_gym.policy import Policy, RandomPolicy
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
-__all__ = ["ConnectXVectorEnv"]
+__all__ = ["ConnectXVectorEnv", "check_num_envs", "max_num_envs"]
 
 
 class ConnectXVectorEnv(VectorEnv):
@@ -93,6 +95,7 @@ class ConnectXVectorEnv(VectorEnv):
         check_env_options(render_mode, illegal_action, self.metadata["render_modes"])
         self.num_envs = n = int(num_envs)
         self.geometry = g = Geometry(rows, columns, inarow)
+        check_num_envs(n, g)
         self.render_mode, self.illegal_action, self.copy = render_mode, illegal_action, copy
         self.opening_plies = check_opening_plies(opening_plies, g)
         self.single_action_space = spaces.Discrete(g.columns)
@@ -401,7 +404,34 @@ class ConnectXVectorEnv(VectorEnv):
         )
 
 
+def board_bytes(geometry: Geometry) -> int:
+    """A generous estimate of the memory one board of the batch takes: its arrays, the copies a
+    step returns, its infos and its share of the per-board lists."""
+    return 4 * geometry.cells + 2 * geometry.columns + 512
+
+
+def max_num_envs(geometry: Geometry) -> int | None:
+    """The most boards of ``geometry`` a batch may hold: those that fit in
+    :data:`~connectx_gym.memory.MEMORY_SHARE` of the available memory (None where it is
+    unknown)."""
+    available = available_memory()
+    if available is None:
+        return None
+    return max(1, int(available * MEMORY_SHARE) // board_bytes(geometry))
+
+
+def check_num_envs(num_envs: int, geometry: Geometry) -> None:
+    """Refuse, before anything is allocated, a batch that would not fit in memory (one line
+    naming the cap)."""
+    cap = max_num_envs(geometry)
+    if cap is not None and num_envs > cap:
+        need = format_bytes(num_envs * board_bytes(geometry))
+        share = f"{MEMORY_SHARE:.0%} of the {format_bytes(available_memory() or 0)} available"
+        raise ValueError(
+            f"num_envs={num_envs} boards of {geometry.rows}x{geometry.columns} need about {need}: "
+            f"more than the {cap} boards (max_num_envs) that fit in {share} memory"
+        )
+
+
 def _check_mark(mark: Any) -> int | None:
-    if mark is not None and (isinstance(mark, bool) or mark not in (1, 2)):
-        raise ValueError(f"agent_mark must be 1, 2 or None, got {mark!r}")
-    return None if mark is None else int(mark)
+    return player_mark(mark, "agent_mark", allow_none=True)

@@ -453,3 +453,17 @@ def test_compiled_rules_agree_with_python(size: tuple[int, int, int], data: st.D
     assert jit(winning_cells)(bits, empty_bits, g.height, g.inarow, g.size) == winning_cells(
         bits, empty_bits, g.height, g.inarow, g.size
     )
+
+
+@pytest.mark.parametrize("mark", [2.0, np.float64(2.0), True])
+def test_a_mark_follows_the_rule_of_board_sizes(mark: object) -> None:
+    """One rule for whole numbers: ``mark=2.0`` is refused as ``rows=6.0`` is."""
+    board = [0] * 41 + [1]
+    config = {"rows": 6, "columns": 7, "inarow": 4}
+    assert Board.from_kaggle(board, config, 2).mark == 2
+    with pytest.raises((TypeError, ValueError), match="mark must be 1 or 2") as caught:
+        Board.from_kaggle(board, config, mark)  # type: ignore[arg-type]
+    assert isinstance(caught.value, TypeError)
+    assert isinstance(caught.value, ValueError)  # the page's 400 catches ValueError
+    with pytest.raises(TypeError, match="rows must be a whole number"):
+        Board.from_kaggle(board, {**config, "rows": 6.0}, 2)

@@ -478,3 +478,12 @@ def test_render_without_mode_warns() -> None:
     env.reset(seed=0)
     with pytest.warns(UserWarning, match="render_mode"):
         assert env.render() is None
+
+
+@pytest.mark.parametrize("mark", [2.0, True])
+def test_agent_mark_is_a_whole_number(mark: Any) -> None:
+    with pytest.raises(ValueError, match="agent_mark must be 1, 2 or None"):
+        ConnectXEnv(agent_mark=mark)
+    env = ConnectXEnv()
+    with pytest.raises(ValueError, match="agent_mark must be 1, 2 or None"):
+        env.reset(options={"agent_mark": mark})

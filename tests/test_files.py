@@ -281,3 +281,34 @@ def test_input_planes_mark_the_landing_cells() -> None:
             if board.can_play(column):
                 expected |= geometry.unpack(board.move_bit(column))
         np.testing.assert_array_equal(out[0, 3], expected)
+
+
+@pytest.mark.parametrize("when", ["load", "move"])
+def test_an_agent_file_that_calls_sys_exit_raises_an_error_naming_it(
+    tmp_path: Path, when: str
+) -> None:
+    from connectx_gym.policy import AgentExitError
+
+    agent = tmp_path / "quitter.py"
+    body = "    sys.exit(3)\n" if when == "move" else "    return 0\nsys.exit(3)\n"
+    agent.write_text("import sys\n\ndef agent(obs, config):\n" + body)
+
+    def first_move() -> None:  # the env is made (the file loaded), then the agent moves first
+        gym.make("ConnectX-v0", opponent=str(agent), agent_mark=2).reset(seed=0)
+
+    with pytest.raises(AgentExitError, match=r"quitter\.py called sys\.exit\(3\)"):
+        first_move()
+
+
+def test_sys_exit_of_an_agent_is_one_line_in_evaluate(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from connectx_gym.cli import main
+
+    agent = tmp_path / "quitter.py"
+    agent.write_text("import sys\n\ndef agent(obs, config):\n    sys.exit(3)\n")
+    code = main(["evaluate", "random", str(agent), "--games", "2"])
+    error = capsys.readouterr().err.strip()
+    assert code != 0
+    assert len(error.splitlines()) == 1
+    assert "quitter.py called sys.exit(3)" in error

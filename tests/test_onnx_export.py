@@ -178,3 +178,30 @@ def test_missing_onnx_gives_the_install_hint(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
     with pytest.raises(ImportError, match=r'pip install "connectx-gym\[onnx,train\]"'):
         export_onnx(tmp_path / "model.npz", tmp_path / "a.onnx")
+
+
+def test_check_is_capped_and_the_cap_is_named(tmp_path, capsys):
+    from train.export import MAX_CHECK_POSITIONS
+
+    model = save_weights(
+        model_weights(make_model(tmp_path, 6, 7, 4, 0), Geometry()), tmp_path / "m.npz"
+    )
+    try:
+        status = cli.main(["export-onnx", str(model), "--check", "1000000000"])
+    except SystemExit as exit_:  # argparse: one line
+        status = exit_.code
+    error = capsys.readouterr().err.strip()
+    assert status == 2
+    assert len(error.splitlines()) == 1
+    assert f"must be <= {MAX_CHECK_POSITIONS}" in error
+    assert "--check" in error
+    with pytest.raises(ValueError, match="MAX_CHECK_POSITIONS"):
+        export_onnx(model, tmp_path / "a.onnx", check=MAX_CHECK_POSITIONS + 1)
+    assert not (tmp_path / "a.onnx").exists()
+
+
+def test_shipped_weights_export_by_name_as_export_kaggle_does(tmp_path, capsys):
+    output = tmp_path / "ppo.onnx"
+    assert cli.main(["export-onnx", "ppo", "-o", str(output), "--check", "20"]) == 0
+    assert output.is_file()
+    assert "wrote" in capsys.readouterr().out

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import textwrap
 from pathlib import Path
@@ -389,7 +390,8 @@ def test_overlong_specs_are_one_clear_error() -> None:
 def test_special_float_values_are_numbers() -> None:
     assert parse_spec("p:a=nan,b=inf,c=-inf")[1]["b"] == float("inf")
     assert np.isnan(parse_spec("p:a=nan")[1]["a"])
-    assert parse_spec("p:a=" + "9" * 5000)[1]["a"] == "9" * 5000  # too long for int(): text
+    with pytest.raises(ValueError, match="more than 4000 characters"):  # too long for int()
+        parse_spec("p:a=" + "9" * 5000)
     assert parse_spec("p:a=" + "(" * 500)[1]["a"] == "(" * 500
 
 
@@ -402,3 +404,18 @@ def test_missing_entry_point_attribute_is_an_import_error(
     register_policy("ghost", "connectx_gym.policy:NoSuchPolicy")
     with pytest.raises(ImportError, match="not found"):
         make_policy("ghost")
+
+
+@pytest.mark.parametrize("value", ["1_0", "0x10", "1e1_0", "(1_0)", "1j"])
+def test_spec_numbers_have_one_parser_without_underscores(value: str) -> None:
+    with pytest.raises(ValueError, match=f"depth '{re.escape(value)}' is not a number"):
+        make_policy(f"minimax:depth={value}")
+
+
+def test_spec_numbers_read_as_written() -> None:
+    params = parse_spec("p:a=10,b=-3,c=0.5,d=1e-3,e=+2,f=.5,g=word,h='quoted'")[1]
+    assert params == {"a": 10, "b": -3, "c": 0.5, "d": 1e-3, "e": 2, "f": 0.5, "g": "word",
+                      "h": "quoted"}  # fmt: skip
+    assert isinstance(params["a"], int)
+    with pytest.raises(ValueError, match="bad noise"):
+        make_policy("random~0_5")

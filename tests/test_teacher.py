@@ -217,6 +217,44 @@ def test_passes_saved_otherwise_are_not_reused(small_set: TeacherSet, tmp_path: 
     assert torch.load(progress, weights_only=True)["epoch"] == 1  # written anew
 
 
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("no optimizer", "are damaged (no optimizer)"),
+        ("wrong optimizer", "are damaged ("),
+        ("not weights only", "cannot read the teacher passes saved in"),
+    ],
+)
+def test_damaged_passes_start_over_and_say_so(
+    small_set: TeacherSet, tmp_path: Path, damage: str, message: str
+) -> None:
+    data = teacher_tensors(small_set)
+    settings = {"epochs": 1, "batch_size": 32, "learning_rate": 3e-3, "seed": 4}
+    progress = tmp_path / "progress.pt"
+    fresh = pretrain_policy(
+        small_model(tmp_path).policy, data, **settings, log=lambda _: None, progress=progress
+    )
+    saved = torch.load(progress, weights_only=True)
+    if damage == "no optimizer":  # the right key, a field missing
+        del saved["optimizer"]
+    elif damage == "wrong optimizer":  # the right key, a state that does not fit the network
+        saved["optimizer"] = {"state": {}, "param_groups": []}
+    else:
+        saved["path"] = Path("elsewhere")
+    torch.save(saved, progress)
+    lines: list[str] = []
+    policy = small_model(tmp_path).policy
+    again = pretrain_policy(policy, data, **settings, log=lines.append, progress=progress)
+    assert message in lines[0]
+    assert lines[0].endswith("teaching from the start")
+    assert "weights_only" not in lines[0]
+    assert "can still be loaded" not in lines[0]  # torch's advice to load unsafely
+    assert "safe_globals" not in lines[0]
+    assert again["earlier_seconds"] == 0
+    assert again["actor_loss"] == fresh["actor_loss"]  # the same passes, from the start
+    assert "optimizer" in torch.load(progress, weights_only=True)  # written anew
+
+
 def test_a_run_killed_while_teaching_goes_on_to_the_same_weights(tmp_path: Path) -> None:
     changes = {"teacher_positions": 30, "teacher_epochs": 3, "teacher_replay": 2}
     changes |= {"teacher_book": 0, "teacher_early_book": 0, "teacher_middle_book": 0}

@@ -142,3 +142,28 @@ def test_one_checkpoint_resumes_to_the_same_weights_and_uses_its_extras(tmp_path
     assert not any(EXTRAS_FILE in line for line in copies["one"][1])
     assert any(f"no {EXTRAS_FILE}" in line for line in copies["without"][1])
     assert copies["without"][0] != copies["one"][0]  # re-seeded streams and a fresh Adam
+
+
+def test_extras_of_another_run_at_the_same_step_are_left_aside(tmp_path: Path) -> None:
+    for run in ("one", "two"):
+        (tmp_path / run).mkdir()
+        (tmp_path / run / "checkpoint.zip").write_bytes(run.encode() * 100)
+    save_extras(tmp_path / "one" / EXTRAS_FILE, 640, None)
+    shutil.copy(tmp_path / "one" / EXTRAS_FILE, tmp_path / "two" / EXTRAS_FILE)
+    lines: list[str] = []
+    assert not restore_extras(tmp_path / "two" / EXTRAS_FILE, 640, None, lines.append)
+    assert len(lines) == 1
+    assert "another checkpoint.zip" in lines[0]
+    assert lines[0].startswith(f"left aside {tmp_path / 'two' / EXTRAS_FILE}")
+    assert restore_extras(tmp_path / "one" / EXTRAS_FILE, 640, None, lines.append)
+
+
+def test_a_file_that_is_not_weights_only_gets_no_unsafe_advice(tmp_path: Path) -> None:
+    path, lines = tmp_path / EXTRAS_FILE, []
+    torch.save({"timesteps": 640, "path": Path("elsewhere")}, path)
+    assert not restore_extras(path, 640, None, lines.append)
+    assert "not a weights-only file" in lines[0]
+    assert "weights_only" not in lines[0]
+    assert "False" not in lines[0]
+    assert "can still be loaded" not in lines[0]
+    assert "safe_globals" not in lines[0]

@@ -302,3 +302,28 @@ def test_memory_of_8192_boards():
     venv.reset(seed=0)
     arrays = [v for v in vars(venv).values() if isinstance(v, np.ndarray)]
     assert sum(a.nbytes for a in arrays) < 5_000_000
+
+
+def test_a_batch_larger_than_memory_is_refused_before_allocating(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import time
+
+    from connectx_gym import vector
+
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match="max_num_envs"):
+        gym.make_vec("ConnectX-v0", num_envs=10**12)
+    monkeypatch.setattr(vector, "available_memory", lambda: 4 * 10**9)  # a 4 GB machine
+    cap = vector.max_num_envs(Geometry())
+    assert 10**5 < cap < 10**7
+    with pytest.raises(ValueError, match=rf"more than the {cap} boards \(max_num_envs\)"):
+        gym.make_vec("ConnectX-v0", num_envs=10**7)
+    assert time.perf_counter() - started < 5  # refused, not allocated
+    assert ConnectXVectorEnv(num_envs=2).num_envs == 2
+
+
+@pytest.mark.parametrize("mark", [2.0, 1.0, True, "2"])
+def test_agent_marks_follow_the_whole_number_rule(mark: object) -> None:
+    with pytest.raises(ValueError, match="agent_mark must be 1, 2 or None"):
+        ConnectXVectorEnv(num_envs=2, agent_mark=mark)  # type: ignore[arg-type]

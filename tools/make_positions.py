@@ -42,6 +42,7 @@ from baselines.game_positions import canonical_key, phase_bounds, play_game
 from baselines.position_sets import DEFAULT_POSITIONS, ILLEGAL
 from baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.outputs import open_atomically, write_text_atomically
 from connectx_gym.registry import make_policy
 
 __all__ = ["DEFAULT_OUTPUT", "PLAYERS", "label_position", "main", "sample_positions"]
@@ -117,17 +118,16 @@ def _save(path: Path, geometry: Geometry, labelled: list[dict[str, Any]], meta: 
         moves[i, : len(item["moves"])] = item["moves"]
         scores[i] = item["scores"]
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_name(path.name + ".tmp.npz")
-    np.savez_compressed(
-        temporary,
-        moves=moves,
-        plies=np.array([len(item["moves"]) for item in labelled], dtype=np.int8),
-        scores=scores,
-        phase=np.array([item["phase"] for item in labelled], dtype=np.int8),
-        split=np.array([item["split"] for item in labelled], dtype=np.int8),
-        meta=np.array(json.dumps(meta)),
-    )
-    temporary.replace(path)
+    with open_atomically(path, "wb") as file:
+        np.savez_compressed(
+            file,
+            moves=moves,
+            plies=np.array([len(item["moves"]) for item in labelled], dtype=np.int8),
+            scores=scores,
+            phase=np.array([item["phase"] for item in labelled], dtype=np.int8),
+            split=np.array([item["split"] for item in labelled], dtype=np.int8),
+            meta=np.array(json.dumps(meta)),
+        )
 
 
 def _checkpoint(
@@ -236,7 +236,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.readme_only:
         with np.load(args.output, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-        args.output.with_name("README.md").write_text(_readme(meta), encoding="utf-8")
+        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
         return 0
 
     started = time.perf_counter()
@@ -321,7 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     meta["seconds"] = time.perf_counter() - started
     _save(args.output, geometry, labelled, meta)
     if not args.no_readme:
-        args.output.with_name("README.md").write_text(_readme(meta), encoding="utf-8")
+        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
     print(json.dumps({k: meta[k] for k in ("counts", "skipped", "games", "seconds")}))
     return 0
 

@@ -20,10 +20,15 @@ One concern per module:
   draws from, the teacher replay's optimizer), so ``--resume`` goes on with them;
 - ``rllib_selfplay``: multi-agent PPO on Ray RLlib over the PettingZoo adapter (the ``rllib``
   extra; never imported by the rest);
+- ``sb3_without_gym``: SB3 imported without the unmaintained ``gym`` (no banner on stderr);
 - ``trainer``: ``train()``, read top to bottom; ``report``, ``networks``, ``export``,
   ``sb3_files`` and ``commands/`` (the ``connectx`` subcommands).
 """
 
-from train.config import TrainConfig
+from train import sb3_without_gym
+
+sb3_without_gym.install()  # before any module imports SB3: no gym banner on stderr
+
+from train.config import TrainConfig  # noqa: E402
 
 __all__ = ["TrainConfig"]

@@ -46,6 +46,8 @@ from typing import Any
 from baselines._thread_choice import available_cores
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
+from connectx_gym.outputs import write_text_atomically
+from train.config_types import check_setting_type
 from train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
 from train.presets import PRESETS
 
@@ -249,7 +251,9 @@ class TrainConfig:
     checkpoint_every: int = _field(50_000, "steps between checkpoints")
 
     def validate(self) -> None:
-        """Raise ``ValueError`` naming the first setting out of range."""
+        """Raise ``ValueError`` naming the first setting of the wrong type or out of range."""
+        for f in fields(self):
+            check_setting_type(f.name, str(f.type), getattr(self, f.name))
         positive = (
             "timesteps",
             "rows",
@@ -347,11 +351,14 @@ class TrainConfig:
             raise ValueError(f"unknown settings {sorted(unknown)}")
         data = {**ADDED_LATER, **data}
         values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        types = {f.name: str(f.type) for f in fields(cls)}
+        for name, value in values.items():
+            check_setting_type(name, types[name], value)
         return cls(**values)
 
     def save(self, path: Path) -> None:
         """Write the settings as JSON."""
-        path.write_text(json.dumps(self.to_json(), indent=2))
+        write_text_atomically(path, json.dumps(self.to_json(), indent=2))
 
 
 def parse_mixture(text: str) -> list[tuple[str, float]]:

@@ -18,10 +18,22 @@ from pathlib import Path
 from connectx_gym import forward as forward_module
 from connectx_gym import weights as weights_module
 from connectx_gym.files import SHIPPED_WEIGHTS, load_file, shipped_weights
+from connectx_gym.outputs import check_output_path, write_text_atomically
 from connectx_gym.weights import WeightsFile, weights_bytes
 from train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
 
-__all__ = ["GEOMETRY_ATTRIBUTE", "export_kaggle", "kaggle_source", "weights_from_sb3"]
+__all__ = [
+    "GEOMETRY_ATTRIBUTE",
+    "MAX_CHECK_POSITIONS",
+    "export_kaggle",
+    "kaggle_source",
+    "model_file",
+    "weights_from_sb3",
+]
+
+#: The most positions ``connectx export-onnx --check`` draws (:mod:`train.onnx_export`): 100,000
+#: positions of the largest board are 0.1 GB of inputs, and minutes of drawing.
+MAX_CHECK_POSITIONS = 100_000
 
 _AGENT_SOURCE = '''
 _NETWORK = read_weights(io.BytesIO(base64.b64decode(_WEIGHTS)), "embedded weights")
@@ -82,17 +94,24 @@ def kaggle_source(weights: WeightsFile) -> str:
     )
 
 
+def model_file(model: str | Path) -> Path:
+    """The file an export reads for ``model``: the name of shipped weights (such as ``"ppo"``,
+    :data:`connectx_gym.files.SHIPPED_WEIGHTS`), a ``.npz`` weights file or an SB3 ``.zip``."""
+    if str(model) in SHIPPED_WEIGHTS:
+        return shipped_weights(str(model))
+    model = Path(model)
+    if model.suffix.lower() not in (".npz", ".zip"):
+        shipped = ", ".join(SHIPPED_WEIGHTS)
+        raise ValueError(
+            f"cannot export {model}: expected a .npz weights file or an SB3 .zip, or the name "
+            f"of shipped weights ({shipped})"
+        )
+    return model
+
+
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
     """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or the
     name of shipped weights, such as ``"ppo"``)."""
-    if str(model) in SHIPPED_WEIGHTS:
-        model = shipped_weights(str(model))
-    model = Path(model)
-    if model.suffix.lower() not in (".npz", ".zip"):
-        raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
-    weights = load_file(model)
-    output = Path(output)
-    temporary = output.with_name(output.name + ".tmp")
-    temporary.write_text(kaggle_source(weights))
-    temporary.replace(output)
-    return output
+    check_output_path(output)  # before the work: a bad path fails at once
+    weights = load_file(model_file(model))
+    return write_text_atomically(output, kaggle_source(weights))

@@ -3,7 +3,6 @@ the panel evaluation of those weights."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,10 +13,13 @@ from stable_baselines3.common.vec_env import VecEnv
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import NumpyNetPolicy
 from connectx_gym.match import play_match
+from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
 from train.sb3_files import GEOMETRY_ATTRIBUTE
+from train.sb3_without_gym import without_gym
+from train.torch_files import load_error_reason
 
 __all__ = [
     "LinearSchedule",
@@ -86,16 +88,17 @@ def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
     try:
         model = MaskablePPO.load(path, env=env, device="cpu")
     except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
-        raise ValueError(f"{path}: not a loadable checkpoint ({error})") from None
+        reason = f"{type(error).__name__}: {load_error_reason(error)}"
+        raise ValueError(f"{path}: not a loadable checkpoint ({reason})") from None
     model.tensorboard_log = str(out / "tb")
     return model
 
 
 def save_model(model: MaskablePPO, path: Path) -> None:
-    """``model.save`` to a temporary file, then ``os.replace`` onto ``path``."""
-    temporary = path.with_name(path.stem + ".tmp.zip")
-    model.save(temporary)
-    os.replace(temporary, path)
+    """``model.save`` to a temporary file, then a rename onto ``path``
+    (:func:`connectx_gym.outputs.write_atomically`)."""
+    with without_gym():  # SB3 lists gym's version in the file, and importing gym prints a banner
+        write_atomically(path, model.save)
 
 
 def model_weights(model: MaskablePPO, geometry: Geometry) -> WeightsFile:

@@ -38,13 +38,17 @@ from torch import nn
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.files import load_file
+from connectx_gym.outputs import atomic_output, check_output_path
 from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers
+from train.export import MAX_CHECK_POSITIONS, model_file
 from train.torch_operations import TORCH_OPERATIONS, TorchRun
 
 __all__ = [
     "MASKED_LOGIT",
+    "MAX_CHECK_POSITIONS",
     "OPSET",
     "LayersModule",
+    "check_positions",
     "export_onnx",
     "onnx_logits",
     "random_positions",
@@ -128,20 +132,34 @@ def onnx_logits(path: str | Path, obs: np.ndarray, action_mask: np.ndarray) -> n
     return session.run(["logits"], feeds)[0]
 
 
-def _load(model: Path) -> WeightsFile:
-    if model.suffix.lower() not in (".npz", ".zip"):
-        raise ValueError(f"cannot export {model}: expected a .npz weights file or an SB3 .zip")
-    return load_file(model)
+def _load(model: str | Path) -> WeightsFile:
+    """The network of ``model``: shipped weights by name, a ``.npz`` or an SB3 ``.zip``."""
+    return load_file(model_file(model))
+
+
+def check_positions(count: int) -> int:
+    """``count`` if it is a number of check positions this module accepts (``ValueError`` naming
+    :data:`MAX_CHECK_POSITIONS` otherwise)."""
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        raise ValueError(f"check must be a whole number >= 0, got {count!r}")
+    if count > MAX_CHECK_POSITIONS:
+        raise ValueError(
+            f"check must be <= {MAX_CHECK_POSITIONS} positions (MAX_CHECK_POSITIONS), got {count}"
+        )
+    return count
 
 
 def export_onnx(
     model: str | Path | WeightsFile, output: str | Path = "agent.onnx", check: int = CHECK_POSITIONS
 ) -> Path:
-    """Write ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or a :class:`WeightsFile`) as an
-    ONNX graph to ``output`` (see the module docstring for its inputs and output).
+    """Write ``model`` (a ``.npz`` weights file, an SB3 ``.zip``, the name of shipped weights such
+    as ``"ppo"``, or a :class:`WeightsFile`) as an ONNX graph to ``output`` (see the module
+    docstring for its inputs and output), atomically (:func:`connectx_gym.outputs.atomic_output`:
+    a directory, device or symbolic link at ``output`` is refused, never replaced).
 
     Before the file is written, onnxruntime runs the graph on ``check`` random positions and its
-    logits must equal the numpy forward pass's (``ValueError`` otherwise). Raises
+    logits must equal the numpy forward pass's (``ValueError`` otherwise); ``check`` is at most
+    :data:`MAX_CHECK_POSITIONS`. Raises
     ``FileNotFoundError`` for a missing model, ``ValueError`` for one that is not a connectx-gym
     network and ``ImportError`` (with the install hint) when onnx or onnxruntime is missing.
     """
@@ -151,13 +169,13 @@ def export_onnx(
         import onnxscript  # noqa: F401 - torch's ONNX exporter needs it
     except ImportError as error:
         raise ImportError(f"{ONNX_HINT} ({error})") from None
-    weights = model if isinstance(model, WeightsFile) else _load(Path(model))
+    check_positions(check)
+    output = check_output_path(output)  # before the export's work: a bad path fails at once
+    weights = model if isinstance(model, WeightsFile) else _load(model)
     g = weights.geometry
     module = LayersModule(weights).eval()
     example = (torch.zeros(2, 2, g.rows, g.columns), torch.ones(2, g.columns))
     batch = torch.export.Dim("batch")
-    output = Path(output)
-    temporary = output.with_name(output.name + ".tmp")
     exporter_log = logging.getLogger("torch.onnx")
     level = exporter_log.level
     exporter_log.setLevel(logging.ERROR)  # notes about optional torchvision operators
@@ -187,13 +205,10 @@ def export_onnx(
         f"columns at {MASKED_LOGIT:g}; argmax is the move."
     )
     onnx.checker.check_model(proto)
-    onnx.save(proto, temporary)
-    try:
+    with atomic_output(output) as temporary:
+        onnx.save(proto, temporary)
         if check:
             _check_export(temporary, weights, check)
-        temporary.replace(output)
-    finally:
-        temporary.unlink(missing_ok=True)
     return output
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import Any
+
+from connectx_gym.outputs import write_atomically, write_text_atomically
 
 __all__ = ["markdown_report", "plot_learning_curves", "write_report"]
 
@@ -131,10 +132,10 @@ def plot_learning_curves(report: dict[str, Any], path: Path) -> None:
         bottom.legend(fontsize="small")
     bottom.grid(alpha=0.3)
     figure.tight_layout()
-    temporary = path.with_name(path.stem + ".tmp.png")
-    figure.savefig(temporary, dpi=100)
-    plt.close(figure)
-    os.replace(temporary, path)
+    try:
+        write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format="png"))
+    finally:
+        plt.close(figure)
 
 
 def write_report(report: dict[str, Any], out: Path) -> None:
@@ -143,7 +144,5 @@ def write_report(report: dict[str, Any], out: Path) -> None:
         ("report.json", json.dumps(report, indent=2, default=float)),
         ("report.md", markdown_report(report)),
     ):
-        temporary = out / (name + ".tmp")
-        temporary.write_text(text)
-        os.replace(temporary, out / name)
+        write_text_atomically(out / name, text)
     plot_learning_curves(report, out / "learning_curves.png")

@@ -30,6 +30,7 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
         from sb3_contrib import MaskablePPO
 
         from train.networks import numpy_layers
+        from train.torch_files import load_error_reason
     except ImportError as error:
         raise ImportError(
             f"loading SB3 models needs the training extra: {TRAIN_HINT} ({error})"
@@ -39,7 +40,8 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
     try:
         model = MaskablePPO.load(path, device="cpu")
     except Exception as error:
-        raise ValueError(f"{path} is not a loadable MaskablePPO model ({error!r})") from None
+        reason = f"{type(error).__name__}: {load_error_reason(error)}"
+        raise ValueError(f"{path} is not a loadable MaskablePPO model ({reason})") from None
     _, rows, columns = model.observation_space.shape
     rows_columns_inarow = getattr(model, GEOMETRY_ATTRIBUTE, None) or (rows, columns, 4)
     layers, params = numpy_layers(model.policy)

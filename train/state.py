@@ -13,13 +13,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
-import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from connectx_gym.outputs import write_text_atomically
 
 __all__ = ["RunState", "SessionClock", "write_json"]
 
@@ -190,7 +191,5 @@ def _short(value: Any) -> str:
 
 
 def write_json(path: Path, data: Any) -> None:
-    """Write ``data`` as JSON atomically (a temporary file, then ``os.replace``)."""
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(json.dumps(data, indent=2, default=float))
-    os.replace(temporary, path)
+    """Write ``data`` as JSON atomically (:func:`connectx_gym.outputs.write_text_atomically`)."""
+    write_text_atomically(path, json.dumps(data, indent=2, default=float))

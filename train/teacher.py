@@ -24,7 +24,6 @@ import copy
 import dataclasses
 import hashlib
 import json
-import os
 import pickle
 import time
 from collections.abc import Callable
@@ -40,6 +39,7 @@ from baselines.teacher_book import BOOKS, load_book
 from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 from train.config import TrainConfig
+from train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
     "TEACHER_FILE",
@@ -151,13 +151,27 @@ def pretrain_policy(
     done, summary, earlier_seconds = 0, {}, 0.0
     if progress is not None and progress.is_file():
         saved = _read_progress(progress, key, log)
-        if saved is not None:
-            policy.load_state_dict(saved["policy"])
-            optimizer.load_state_dict(saved["optimizer"])
-            schedule.load_state_dict(saved["schedule"])
-            generator.set_state(saved["generator"])
-            done, summary, earlier_seconds = saved["epoch"], saved["summary"], saved["seconds"]
-            log(f"going on from teacher epoch {done}/{epochs} saved in {progress}")
+        fresh = copy.deepcopy(policy.state_dict()), copy.deepcopy(optimizer.state_dict())
+        try:
+            if saved is not None:
+                policy.load_state_dict(saved["policy"])
+                optimizer.load_state_dict(saved["optimizer"])
+                schedule.load_state_dict(saved["schedule"])
+                generator.set_state(saved["generator"])
+                done, summary = int(saved["epoch"]), dict(saved["summary"])
+                earlier_seconds = float(saved["seconds"])
+                log(f"going on from teacher epoch {done}/{epochs} saved in {progress}")
+        except (RuntimeError, ValueError, TypeError, KeyError, IndexError) as error:
+            policy.load_state_dict(fresh[0])  # undo what was loaded before the damage showed
+            optimizer.load_state_dict(fresh[1])
+            generator.manual_seed(seed)
+            schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps)
+            done, summary, earlier_seconds = 0, {}, 0.0
+            reason = load_error_reason(error)
+            log(
+                f"the teacher passes saved in {progress} are damaged ({reason}); "
+                "teaching from the start"
+            )
     started = time.perf_counter()
     policy.set_training_mode(True)
     for epoch in range(done, epochs):
@@ -206,12 +220,8 @@ def _digest(data: TeacherTensors) -> str:
     return digest.hexdigest()
 
 
-def write_torch_atomically(path: Path, saved: dict[str, Any]) -> None:
-    """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it (the
-    supervised passes here, a checkpoint's extras in :mod:`train.resume_extras`)."""
-    temporary = path.with_name(path.name + ".tmp.pt")  # as the run's other files are written
-    torch.save(saved, temporary)
-    os.replace(temporary, path)
+#: what a progress file holds besides its key
+_PROGRESS_FIELDS = ("epoch", "summary", "seconds", "policy", "optimizer", "schedule", "generator")
 
 
 def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
@@ -220,8 +230,15 @@ def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str
         saved = torch.load(path, weights_only=True)
         same = isinstance(saved, dict) and saved.get("key") == key
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
-        reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        reason = load_error_reason(error)
         log(f"cannot read the teacher passes saved in {path} ({reason}); teaching from the start")
+        return None
+    missing = [name for name in _PROGRESS_FIELDS if same and name not in saved]
+    if missing:
+        log(
+            f"the teacher passes saved in {path} are damaged (no {', '.join(missing)}); "
+            "teaching from the start"
+        )
         return None
     if not same:
         log(

@@ -48,11 +48,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from connectx_gym.outputs import check_output_path
     from connectx_gym.tournament import run_tournament
 
     check_board(args)
     if len(args.players) < 2:
         raise CommandError("a tournament needs at least two players")
+    if args.png:
+        check_output_path(args.png)  # before the games: a path that cannot be written fails now
 
     def progress(done: int, total: int, match: Any) -> None:
         if not args.json:

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import argparse
 
+from connectx_gym.commands import bounded_int
+from train.export import MAX_CHECK_POSITIONS
+
 __all__ = ["add_arguments", "run"]
 
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
@@ -13,22 +16,22 @@ HELP = "write an ONNX graph of a model's policy"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "model", help="weights-only .npz or SB3 .zip (needs the train and onnx extras)"
+        "model",
+        help="weights-only .npz, SB3 .zip or 'ppo' (the shipped agent); needs the train and onnx "
+        "extras",
     )
     parser.add_argument("-o", "--output", default="agent.onnx", help="output file (agent.onnx)")
     parser.add_argument(
         "--check",
-        type=int,
+        type=bounded_int(0, MAX_CHECK_POSITIONS),
         default=1000,
         metavar="N",
         help="random positions on which onnxruntime must reproduce the network's logits "
-        "before the file is written (default 1000; 0 to skip)",
+        f"before the file is written (default 1000, at most {MAX_CHECK_POSITIONS:,}; 0 to skip)",
     )
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.check < 0:
-        raise ValueError(f"--check must be >= 0, got {args.check}")
     try:
         from train.onnx_export import MASKED_LOGIT, OPSET, export_onnx
     except ImportError as error:
