@@ -195,6 +195,12 @@ class TrainConfig:
         default_text="--seed",
     )
     teacher_epochs: int = _field(10, "supervised passes over the teacher positions before PPO")
+    scale_teacher: bool = _field(
+        True,
+        "size the teacher to the run: the supervised passes see at most as many positions as "
+        "PPO's updates (timesteps * n_epochs), a share of every part when more (train.budget); "
+        "--no-scale-teacher teaches the whole set however short the run",
+    )
     teacher_replay: int = _field(
         8,
         "supervised minibatches of teacher positions after each rollout, so PPO keeps what "
@@ -443,6 +449,7 @@ def preset_config(name: str) -> TrainConfig:
 #: settings whose default changed what a run does when they were added, with the value that
 #: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
 ADDED_LATER: dict[str, Any] = {
+    "scale_teacher": False,
     "teacher_early_book": 0,
     "teacher_middle_book": 0,
     "opening_plies": 0,

@@ -18,7 +18,7 @@ from connectx_gym.files import save_weights
 from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
 from train.config import TrainConfig
 from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
-from train.report import write_report
+from train.report import DIGEST_KEY, weights_digest, write_report
 from train.state import RunState, SessionClock
 
 __all__ = ["finish", "timing_summary"]
@@ -85,6 +85,7 @@ def finish(
     )
     report = {
         "config": config.to_json(),
+        DIGEST_KEY: weights_digest(out / "final.npz"),
         "timesteps": int(model.num_timesteps),
         "bf16": bool(getattr(model.policy.features_extractor, "bf16", False)),
         "stopped_by_time_limit": state.stopped_by_time,
