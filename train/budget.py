@@ -109,18 +109,20 @@ class Budget:
         """Session seconds at which PPO stops, leaving the final panel its time."""
         return self.bound - self.panel_seconds
 
-    def describe(self, teaching: str, labelling: str) -> str:
-        """The announcement of how the session will spend its time."""
+    def describe(self, teaching: str | None, labelling: str | None) -> str:
+        """The announcement of how the session will spend its time (``None``: a resumed
+        session, whose teacher phase is behind it)."""
         ppo = self.ppo_deadline() - self.elapsed()
+        teacher = "" if teaching is None else f"labelling {labelling}, teaching {teaching}, "
+        panel = "not timed" if not self.bounded else minutes(self.panel_seconds)
         if not self.bounded:
             return (
-                f"budget: no --max-minutes; labelling {labelling}, teaching {teaching}, PPO "
-                f"until its steps are done, final panel {minutes(self.panel_seconds)}"
+                f"budget: no --max-minutes; {teacher}PPO until its steps are done, "
+                f"final panel {panel}"
             )
         return (
-            f"budget {self.bound / 60:.1f} min: labelling {labelling}, teaching {teaching}, "
-            f"PPO >= {max(ppo, 0) / 60:.1f} min (the rest), final panel "
-            f"{minutes(self.panel_seconds)}"
+            f"budget {self.bound / 60:.1f} min: {teacher}PPO >= {max(ppo, 0) / 60:.1f} min "
+            f"(the rest), final panel {panel}"
         )
 
 

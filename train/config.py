@@ -76,9 +76,10 @@ class TrainConfig:
     resume: bool = _field(False, "continue the run saved in --out from its last checkpoint")
     max_minutes: float = _field(
         27.0,
-        "stop training (then report as usual) after this many minutes of wall time in this "
-        "session, so that the default run ends within 30 minutes on a slow machine; "
-        "0 means no limit",
+        "bound on this session's wall time, shared between its phases (train.budget): the "
+        "teaching passes are cut to keep labelling and teaching within a third, PPO stops in "
+        "time for the final panel; a stop while labelling or teaching keeps what is done for "
+        "the next session; 0 means no limit",
     )
     progress_bar: bool = _field(True, "show a progress bar")
     # board

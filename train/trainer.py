@@ -280,9 +280,7 @@ def _teach(
     run.state.teacher_seconds += run.clock.session_seconds()
 
 
-def _resume_run(
-    config: TrainConfig, out: Path, started: float, log: Callable[[str], None]
-) -> Run:
+def _resume_run(config: TrainConfig, out: Path, started: float, log: Callable[[str], None]) -> Run:
     """The run saved in ``out`` at its last checkpoint (its teacher positions read back for the
     replay, its random streams restored)."""
     state = RunState.load(out / "state.json")
@@ -308,7 +306,7 @@ def _resume_run(
     restore_extras(out / EXTRAS_FILE, int(model.num_timesteps), run.replay, log)
     env.seed(env_seed(config.seed, int(model.num_timesteps)))  # the games restart
     _estimate_panel(run)
-    log(budget.describe("none (done)", "none (done)"))
+    log(budget.describe(None, None))
     return run
 
 
