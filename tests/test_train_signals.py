@@ -42,13 +42,13 @@ from connectx_gym.cli import main
 
 real_label_chunk, real_batch_losses = labels.label_chunk, teacher.batch_losses
 
-def slow_label_chunk(*args):  # module level: the pool pickles it by name
+def slow_label_chunk(*args, **kwargs):  # module level: the pool pickles it by name
     time.sleep(float(sys.argv[1]))
-    return real_label_chunk(*args)
+    return real_label_chunk(*args, **kwargs)
 
-def slow_batch_losses(*args):
+def slow_batch_losses(*args, **kwargs):
     time.sleep(float(sys.argv[2]))
-    return real_batch_losses(*args)
+    return real_batch_losses(*args, **kwargs)
 
 labels.label_chunk, teacher.batch_losses = slow_label_chunk, slow_batch_losses
 sys.exit(main(sys.argv[3:]))
