@@ -60,16 +60,17 @@ def test_the_default_run_and_the_presets_keep_their_whole_teacher() -> None:
 
 
 def test_a_short_run_gets_a_share_of_the_teacher_and_says_how_to_get_all() -> None:
-    fraction, note = sized_teacher(TrainConfig(timesteps=4096))
-    assert 0 < fraction < 0.05
+    fraction, note = sized_teacher(TrainConfig(timesteps=40_000))
+    assert fraction == pytest.approx(40_000 * 4 / (10 * 80_052), rel=0.01)
     assert note is not None
     assert "--no-scale-teacher" in note
-    fraction, note = sized_teacher(TrainConfig(timesteps=256))
+    fraction, note = sized_teacher(TrainConfig(timesteps=4096))  # 1,638 positions: skipped
     assert fraction == 0
     assert note is not None
     assert note.startswith("teacher skipped:")
     assert "\n" not in note
-    assert sized_teacher(TrainConfig(timesteps=256, scale_teacher=False)) == (1.0, None)
+    assert "--no-scale-teacher" in note
+    assert sized_teacher(TrainConfig(timesteps=4096, scale_teacher=False)) == (1.0, None)
     assert sized_teacher(TrainConfig(teacher_positions=0)) == (0.0, None)
 
 

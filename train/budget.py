@@ -51,8 +51,10 @@ TEACHING_FLOOR = 1 / 4
 #: seconds one worker takes to label a chunk of 250 positions (the README's figure: 30,000
 #: positions in about 9 minutes on 2 cores); the estimate announced before labelling
 LABEL_SECONDS_PER_CHUNK = 9.0
-#: below this many positions after sizing, the teacher is skipped (too few to teach anything)
-MIN_TEACHER_POSITIONS = 1_000
+#: below this many positions after sizing, the teacher is skipped: a run of under 12,500 steps
+#: (the default's 80,000 positions over 10 passes; ``--timesteps 4096`` affords 1,638) would
+#: spend as long on a few passes as on PPO, for little
+MIN_TEACHER_POSITIONS = 5_000
 #: the final panel's estimate is this many times its timed sample (the trained agent plays
 #: longer games than the untrained one that is timed)
 PANEL_SAFETY = 2.0
