@@ -81,3 +81,6 @@ def terminate(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AssertionError):
             process.join(timeout=5)
+            if process.is_alive():  # SIGTERM blocked or not yet delivered: no second chance
+                process.kill()
+                process.join(timeout=5)

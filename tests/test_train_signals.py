@@ -66,7 +66,7 @@ def start(out: Path, label_pause: float, batch_pause: float, *extra: str) -> sub
     )
 
 
-def wait_for(test: object, process: subprocess.Popen, what: str, seconds: float = 240) -> None:
+def wait_for(test: object, process: subprocess.Popen, what: str, seconds: float = 900) -> None:
     deadline = time.monotonic() + seconds
     while not test():  # type: ignore[operator]
         assert process.poll() is None, process.communicate()[1]
@@ -81,7 +81,7 @@ def chunk_files(out: Path) -> list[Path]:
 def finish_again(out: Path) -> dict:
     """The same command, not slowed, to the end; returns the report."""
     process = start(out, 0, 0)
-    _stdout, stderr = process.communicate(timeout=600)
+    _stdout, stderr = process.communicate(timeout=1800)
     assert process.returncode == 0, stderr
     return json.loads((out / "report.json").read_text())
 
@@ -160,10 +160,10 @@ def test_a_pool_left_by_an_exception_ends_its_workers_at_once() -> None:
     with pytest.raises(KeyboardInterrupt):
         interrupted_pool()
     workers, futures = seen["workers"], seen["futures"]
-    assert time.monotonic() - started < 15
+    assert time.monotonic() - started < 25  # not the 30 s of the tasks
     assert workers
-    _, alive = psutil.wait_procs(workers, timeout=5)
-    assert not alive
+    _, alive = psutil.wait_procs(workers, timeout=30)
+    assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
     assert all(future.cancelled() or future.done() for future in futures)
 
 
@@ -174,7 +174,7 @@ from train.run_lock import run_lock
 
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
-    time.sleep(120)
+    time.sleep(3600)  # killed by the test; long enough for a loaded machine
 """
 
 
@@ -193,7 +193,7 @@ def test_a_second_run_into_the_same_folder_is_refused_in_one_line(tmp_path: Path
                 [sys.executable, "-m", "connectx_gym.cli", "train", "--out", str(out), *extra],
                 capture_output=True,
                 text=True,
-                timeout=300,
+                timeout=1200,
             )
             assert process.returncode != 0
             error = process.stderr.strip().splitlines()[-1]
