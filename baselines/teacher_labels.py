@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.openings import ply_openings
 from connectx_gym.outputs import open_atomically
 from connectx_gym.registry import make_policy
+from connectx_gym.worker_pool import terminate, worker_pool
 
 __all__ = [
     "CHUNK",
@@ -54,9 +56,11 @@ __all__ = [
     "PLAYERS",
     "ChunkResult",
     "ChunkSettings",
+    "LabellingStoppedError",
     "TeacherSet",
     "chunk_jobs",
     "chunk_key",
+    "chunks_to_label",
     "evaluation_keys",
     "label_chunk",
     "label_chunks",
@@ -84,6 +88,15 @@ PLAYERS: tuple[str, ...] = (
 ILLEGAL = -128
 #: the positions :func:`make_teacher_set` keeps and labels by default (its keyword defaults)
 MIN_PLY, KEEP, NODE_LIMIT = 8, 0.35, 1_000_000
+
+
+class LabellingStoppedError(Exception):
+    """Labelling stopped (its ``stop`` said so) with ``done`` of ``total`` chunks labelled and
+    kept in the cache folder."""
+
+    def __init__(self, done: int, total: int) -> None:
+        super().__init__(f"labelling stopped with {done} of {total} chunks done")
+        self.done, self.total = done, total
 
 
 @dataclass(frozen=True)
@@ -208,7 +221,9 @@ def run_chunks(
     jobs: dict[int, tuple[Any, ...]], workers: int, stop: Callable[[], bool] = lambda: False
 ) -> Iterator[tuple[int, ChunkResult]]:
     """``(index, label_chunk(*job))`` for each of ``jobs``, as each is done: ``workers``
-    processes at a time (in this process when 1); no job is started once ``stop()`` is true."""
+    processes at a time (in this process when 1; they end with this one, SIGKILL included:
+    :func:`connectx_gym.worker_pool.worker_pool`); no job is started once ``stop()`` is true,
+    and the jobs running then are abandoned."""
     if workers <= 1 or len(jobs) <= 1:
         for index, job in jobs.items():
             if stop():
@@ -216,7 +231,7 @@ def run_chunks(
             yield index, label_chunk(*job)
         return
     pending = iter(jobs.items())
-    with ProcessPoolExecutor(max_workers=workers) as pool:
+    with worker_pool(workers) as pool:
         running: dict[Future[Any], int] = {}
         while True:
             while len(running) < workers and not stop():
@@ -226,9 +241,13 @@ def run_chunks(
                 running[pool.submit(label_chunk, *item[1])] = item[0]
             if not running:
                 return
-            finished, _ = wait(running, return_when=FIRST_COMPLETED)
+            # woken once a second to look at stop() while long chunks run
+            finished, _ = wait(running, timeout=1.0, return_when=FIRST_COMPLETED)
             for future in finished:
                 yield running.pop(future), future.result()
+            if stop() and running:
+                terminate(pool)  # the chunks in progress are abandoned
+                return
 
 
 def make_teacher_set(
@@ -244,6 +263,7 @@ def make_teacher_set(
     cache: Path | None = None,
     shipped: bool = True,
     log: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> TeacherSet:
     """``count`` (or a few fewer, after deduplication across chunks) labelled positions.
 
@@ -253,7 +273,8 @@ def make_teacher_set(
     loses at most the chunks in progress. With ``shipped``, chunks
     that the shipped labels hold (:mod:`baselines.teacher_cache`: the chunks of seed 0 on 6x7
     with the default settings and exclusion) are read from them instead of labelled: the same
-    positions and values this function labels, made by it.
+    positions and values this function labels, made by it. Once ``stop()`` is true no chunk is
+    started and :class:`LabellingStoppedError` is raised (the chunks done are in ``cache``).
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
@@ -271,6 +292,7 @@ def make_teacher_set(
         cache=cache,
         shipped=shipped,
         log=log,
+        stop=stop,
     )
     meta = {
         "seed": seed,
@@ -292,10 +314,11 @@ def label_chunks(
     cache: Path | None = None,
     shipped: bool = True,
     log: Callable[[str], None] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> list[ChunkResult]:
     """The chunks of :func:`make_teacher_set` (the same arguments, its settings gathered in
     ``settings``) before merging, in order: each read from ``cache``, read from the shipped
-    labels or labelled."""
+    labels or labelled; :class:`LabellingStoppedError` when ``stop()`` ended the labelling first."""
     geometry = Geometry(*settings.geometry_key)
     excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
     args = chunk_jobs(settings, count, seed, excluded)
@@ -307,16 +330,39 @@ def label_chunks(
     if shipped:
         _read_shipped(args, results, excluded, log)
     todo = [index for index in range(len(args)) if index not in results]
-
-    def done(index: int, result: ChunkResult) -> None:
+    progress = _Progress(log, len(todo), len(args) - len(todo), len(args))
+    for index, result in run_chunks({index: args[index] for index in todo}, workers, stop):
         results[index] = result
         if files[index] is not None:
-            _write_chunk(files[index], result)
-        _progress(log, len(results), len(args))
-
-    for index, result in run_chunks({index: args[index] for index in todo}, workers):
-        done(index, result)  # cached as soon as each is labelled
+            _write_chunk(files[index], result)  # cached as soon as each is labelled
+        progress.update(len(results))
+    if len(results) < len(args):
+        raise LabellingStoppedError(len(results), len(args))
     return [results[index] for index in range(len(args))]
+
+
+def chunks_to_label(
+    settings: ChunkSettings,
+    count: int,
+    seed: int,
+    *,
+    cache: Path | None = None,
+    shipped: bool = True,
+) -> tuple[int, int]:
+    """(chunks :func:`label_chunks` would label, chunks in all) for the same arguments with the
+    default exclusion: those neither in ``cache`` nor, with ``shipped``, in the shipped labels."""
+    geometry = Geometry(*settings.geometry_key)
+    excluded = frozenset(evaluation_keys(geometry))
+    args = chunk_jobs(settings, count, seed, excluded)
+    held: dict[int, ChunkResult] = {}
+    if shipped:
+        _read_shipped(args, held, excluded, None)
+    todo = [
+        index
+        for index, item in enumerate(args)
+        if index not in held and not ((file := _chunk_file(cache, index, item)) and file.is_file())
+    ]
+    return len(todo), len(args)
 
 
 def chunk_jobs(
@@ -378,9 +424,23 @@ def _read_chunk(path: Path) -> ChunkResult:
         return moves, list(data["values"]), games, skipped
 
 
-def _progress(log: Callable[[str], None] | None, done: int, total: int) -> None:
-    if log is not None and (done == total or done % max(1, total // 10) == 0):
-        log(f"teacher set: {done}/{total} chunks labelled")
+class _Progress:
+    """A line each tenth of the chunks to label or each 30 seconds, with the time left at the
+    rate of this call's chunks."""
+
+    def __init__(self, log: Callable[[str], None] | None, todo: int, held: int, total: int) -> None:
+        self.log, self.todo, self.held, self.total = log, todo, held, total
+        self.started = self.last = time.perf_counter()
+
+    def update(self, done: int) -> None:
+        labelled, now = done - self.held, time.perf_counter()
+        due = labelled == self.todo or labelled % max(1, self.todo // 10) == 0
+        if self.log is None or not (due or now - self.last >= 30):
+            return
+        self.last = now
+        left = (self.todo - labelled) * (now - self.started) / labelled
+        eta = f", ~{left / 60:.1f} min left" if labelled < self.todo else ""
+        self.log(f"teacher set: {done}/{self.total} chunks labelled{eta}")
 
 
 def merge_chunks(

@@ -24,7 +24,7 @@ from threadpoolctl import threadpool_info
 
 from connectx_gym import Geometry
 from connectx_gym.files import NumpyNetPolicy, save_weights
-from train import trainer
+from train import machine_load, trainer
 from train.batched import BatchedOpponentSlots, TimedBatchPolicy
 from train.config import TrainConfig
 from train.model import new_model
@@ -212,43 +212,43 @@ def test_teacher_replay_counts_as_update_time(
 
 
 def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(trainer.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(trainer, "busy_cores", lambda: 1.8)
-    hint = trainer.busy_machine_hint(2)
+    monkeypatch.setattr(machine_load.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine_load, "busy_cores", lambda: 1.8)
+    hint = machine_load.busy_machine_hint(2)
     assert hint is not None
     assert "1.8 of 2 cores in use by other work" in hint
     assert "--torch-threads 1" in hint
-    assert trainer.busy_machine_hint(1) is None  # already one thread
-    monkeypatch.setattr(trainer.torch, "get_num_threads", lambda: 2)
-    assert trainer.busy_machine_hint(0) is not None  # 0: torch's default, here 2 threads
-    monkeypatch.setattr(trainer, "busy_cores", lambda: 0.3)
-    assert trainer.busy_machine_hint(2) is None  # quiet now, whatever the load average says
+    assert machine_load.busy_machine_hint(1) is None  # already one thread
+    monkeypatch.setattr(machine_load.torch, "get_num_threads", lambda: 2)
+    assert machine_load.busy_machine_hint(0) is not None  # 0: torch's default, here 2 threads
+    monkeypatch.setattr(machine_load, "busy_cores", lambda: 0.3)
+    assert machine_load.busy_machine_hint(2) is None  # quiet now, whatever the load average says
     # without /proc/stat (not Linux), the load average decides
-    monkeypatch.setattr(trainer, "busy_cores", lambda: None)
-    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (3.2, 1.0, 1.0))
-    assert "load average 3.2 on 2 cores" in (trainer.busy_machine_hint(2) or "")
-    monkeypatch.setattr(trainer.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
-    assert trainer.busy_machine_hint(2) is None
+    monkeypatch.setattr(machine_load, "busy_cores", lambda: None)
+    monkeypatch.setattr(machine_load.os, "getloadavg", lambda: (3.2, 1.0, 1.0))
+    assert "load average 3.2 on 2 cores" in (machine_load.busy_machine_hint(2) or "")
+    monkeypatch.setattr(machine_load.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
+    assert machine_load.busy_machine_hint(2) is None
 
 
 def test_busy_cores_reads_the_cpu_time_between_two_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     samples = iter([(1000, 800), (1300, 900)])  # (all ticks, idle and I/O wait ticks)
-    monkeypatch.setattr(trainer, "cpu_times", lambda: next(samples))
-    monkeypatch.setattr(trainer.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(machine_load, "cpu_times", lambda: next(samples))
+    monkeypatch.setattr(machine_load.os, "cpu_count", lambda: 2)
     # 300 ticks passed, 100 of them idle: two thirds of 2 cores busy
-    assert trainer.busy_cores(0.0) == pytest.approx(4 / 3)
+    assert machine_load.busy_cores(0.0) == pytest.approx(4 / 3)
 
     def unreadable() -> tuple[int, int]:
         raise OSError("no /proc/stat")
 
-    monkeypatch.setattr(trainer, "cpu_times", unreadable)
-    assert trainer.busy_cores(0.0) is None
+    monkeypatch.setattr(machine_load, "cpu_times", unreadable)
+    assert machine_load.busy_cores(0.0) is None
 
 
 def test_cpu_times_reads_this_machine() -> None:
     if not Path("/proc/stat").is_file():
         pytest.skip("no /proc/stat")
-    total, idle = trainer.cpu_times()
+    total, idle = machine_load.cpu_times()
     assert 0 <= idle <= total
 
 

@@ -47,6 +47,7 @@ def tiny(out: Path, **changes: object) -> TrainConfig:
         final_games=2,
         checkpoint_every=128,
         teacher_positions=0,
+        scale_teacher=False,  # a tiny run's teacher is the one asked for, not one sized to it
     )
     return dataclasses.replace(config, **changes)
 

@@ -29,6 +29,7 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
 from connectx_gym.weights import WeightsFile
+from train.budget import minutes
 from train.config import TrainConfig
 from train.curriculum import Curriculum
 from train.model import evaluate_panel, model_weights, perfect_play_rates
@@ -179,18 +180,52 @@ class CheckpointCallback(BaseCallback):
 
 
 class TimeLimitCallback(BaseCallback):
-    """Stops training once this session has run ``max_minutes`` (0: never), setting
-    ``state.stopped_by_time``; logs ``time/steps_per_second`` of the session."""
+    """Stops training once this session has run ``deadline`` seconds (``math.inf``: never; the
+    run's :meth:`train.budget.Budget.ppo_deadline`, which leaves the final panel its time),
+    setting ``state.stopped_by_time``; logs ``time/steps_per_second`` of the session and, with
+    ``announce``, a progress line every ``every`` seconds with the time left."""
 
-    def __init__(self, state: RunState, clock: SessionClock, max_minutes: float) -> None:
+    def __init__(
+        self,
+        state: RunState,
+        clock: SessionClock,
+        deadline: float,
+        announce: Callable[[str], None] | None = None,
+        every: float = 60.0,
+    ) -> None:
         super().__init__()
-        self.state, self.clock, self.max_minutes = state, clock, max_minutes
+        self.state, self.clock, self.deadline = state, clock, deadline
+        self.announce, self.every = announce, every
+        self.started = self.last = 0.0
+        self.total = self.first = 0
+
+    def _on_training_start(self) -> None:
+        self.started = self.last = self.clock.session_seconds()
+        self.first = self.num_timesteps
+        # SB3's learn() sets the target it goes to: the steps done and those asked for now
+        self.total = int(self.locals.get("total_timesteps", self.model._total_timesteps))
 
     def _on_step(self) -> bool:
-        if self.max_minutes and self.clock.session_seconds() > 60 * self.max_minutes:
+        now = self.clock.session_seconds()
+        if now > self.deadline:
             self.state.stopped_by_time = True
             return False
+        if self.announce is not None and now - self.last >= self.every:
+            self.last = now
+            self.announce(self.progress_line(now))
         return True
+
+    def progress_line(self, now: float) -> str:
+        """``PPO: step N/M, K steps/s, ~T min left`` (bounded by the deadline when sooner)."""
+        rate = (self.num_timesteps - self.first) / max(now - self.started, 1e-9)
+        steps_left = max(self.total - self.num_timesteps, 0)
+        left = steps_left / rate if rate > 0 else math.inf
+        capped = " (the time limit first)" if now + left > self.deadline else ""
+        left = min(left, self.deadline - now)
+        return (
+            f"PPO: step {self.num_timesteps:,}/{self.total:,}, {rate:.0f} steps/s, "
+            f"{minutes(left)} left{capped}"
+        )
 
     def _on_rollout_end(self) -> None:
         steps = self.num_timesteps - self.clock.start_steps
@@ -237,8 +272,10 @@ def run_callbacks(
     clock: SessionClock,
     save_checkpoint: Callable[[], None],
     announce: Callable[[str], None] | None,
+    deadline: float = math.inf,
 ) -> CallbackList:
-    """The callbacks of a run, in order, sharing ``state``."""
+    """The callbacks of a run, in order, sharing ``state``; PPO stops at ``deadline`` session
+    seconds."""
     geometry = config.geometry
     return CallbackList(
         [
@@ -246,6 +283,6 @@ def run_callbacks(
             SelfPlayCallback(state, out, geometry, config.snapshot_every, config.pool_size),
             PanelEvalCallback(state, config, geometry),
             CheckpointCallback(state, config.checkpoint_every, save_checkpoint),
-            TimeLimitCallback(state, clock, config.max_minutes),
+            TimeLimitCallback(state, clock, deadline, announce),
         ]
     )

@@ -81,9 +81,10 @@ class TrainConfig:
     resume: bool = _field(False, "continue the run saved in --out from its last checkpoint")
     max_minutes: float = _field(
         27.0,
-        "stop training (then report as usual) after this many minutes of wall time in this "
-        "invocation, so that the default run ends within 30 minutes on a slow machine; "
-        "0 means no limit",
+        "bound on this invocation's wall time, shared between its phases (train.budget): the "
+        "teaching passes are cut to keep labelling and teaching within a third, PPO stops in "
+        "time for the final panel; a stop while labelling or teaching keeps what is done for "
+        "the next session; 0 means no limit",
     )
     progress_bar: bool = _field(True, "show a progress bar")
     # board
@@ -199,6 +200,12 @@ class TrainConfig:
         default_text="--seed",
     )
     teacher_epochs: int = _field(10, "supervised passes over the teacher positions before PPO")
+    scale_teacher: bool = _field(
+        True,
+        "size the teacher to the run: the supervised passes see at most as many positions as "
+        "PPO's updates (timesteps * n_epochs), a share of every part when more (train.budget); "
+        "--no-scale-teacher teaches the whole set however short the run",
+    )
     teacher_replay: int = _field(
         8,
         "supervised minibatches of teacher positions after each rollout, so PPO keeps what "
@@ -458,6 +465,7 @@ def preset_config(name: str) -> TrainConfig:
 #: settings whose default changed what a run does when they were added, with the value that
 #: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
 ADDED_LATER: dict[str, Any] = {
+    "scale_teacher": False,
     "teacher_early_book": 0,
     "teacher_middle_book": 0,
     "opening_plies": 0,

@@ -16,9 +16,10 @@ from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import save_weights
 from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
+from train.budget import EtaLog
 from train.config import TrainConfig
 from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
-from train.report import write_report
+from train.report import DIGEST_KEY, weights_digest, write_report
 from train.state import RunState, SessionClock
 
 __all__ = ["finish", "timing_summary"]
@@ -66,7 +67,12 @@ def finish(
         or panel.get("averaged_snapshots", []) != averaged_steps
     ):
         started = time.perf_counter()
-        results = evaluate_panel(weights, config.panel, config.final_games, config.seed + 2)
+        results: dict[str, Any] = {}
+        progress = EtaLog(log, len(config.panel))
+        for spec in config.panel:  # one at a time, as evaluate_panel plays them: the same games
+            results |= evaluate_panel(weights, (spec,), config.final_games, config.seed + 2)
+            played = f"final panel: {len(results)}/{len(config.panel)} opponents"
+            progress.update(len(results), lambda left, played=played: f"{played}, {left}")
         panel = {
             "games": config.final_games,
             "results": results,
@@ -85,6 +91,7 @@ def finish(
     )
     report = {
         "config": config.to_json(),
+        DIGEST_KEY: weights_digest(out / "final.npz"),
         "timesteps": int(model.num_timesteps),
         "bf16": bool(getattr(model.policy.features_extractor, "bf16", False)),
         "stopped_by_time_limit": state.stopped_by_time,

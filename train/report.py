@@ -2,13 +2,27 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from connectx_gym.outputs import write_atomically, write_text_atomically
 
-__all__ = ["markdown_report", "plot_learning_curves", "write_report"]
+__all__ = [
+    "DIGEST_KEY",
+    "check_report",
+    "markdown_report",
+    "plot_learning_curves",
+    "weights_digest",
+    "write_report",
+]
+
+#: the report's field holding :func:`weights_digest` of the ``final.npz`` it describes
+DIGEST_KEY = "weights_sha256"
 
 
 def markdown_report(report: dict[str, Any]) -> str:
@@ -45,6 +59,8 @@ def markdown_report(report: dict[str, Any]) -> str:
             if steps
             else "- play weights: the last weights (no snapshot to average with)"
         )
+    if report.get(DIGEST_KEY):
+        lines.append(f"- play weights: final.npz, weights sha256 {report[DIGEST_KEY]}")
     if report.get("stopped_by_time_limit"):
         lines.append(f"- stopped by the time limit (--max-minutes {config['max_minutes']})")
     lines += [
@@ -138,8 +154,46 @@ def plot_learning_curves(report: dict[str, Any], path: Path) -> None:
         plt.close(figure)
 
 
+def weights_digest(path: Path) -> str:
+    """SHA-256 of the arrays of a weights file (``final.npz``): each array's name, dtype, shape
+    and bytes, in name order, so the digest names the weights, not the zip they are kept in."""
+    digest = hashlib.sha256()
+    with np.load(path, allow_pickle=False) as archive:
+        for name in sorted(archive.files):
+            array = np.ascontiguousarray(archive[name])
+            digest.update(f"{name}|{array.dtype.str}|{array.shape}|".encode())
+            digest.update(array.tobytes())
+    return digest.hexdigest()
+
+
+def check_report(out: Path, log: Callable[[str], None]) -> bool:
+    """Whether ``out/report.json`` describes ``out/final.npz`` (its :data:`DIGEST_KEY` equals
+    the file's digest); says in the log when it does not (a report written before the digest,
+    or one left over from other weights). True when there is no report or no weights."""
+    report_path, weights_path = out / "report.json", out / "final.npz"
+    if not report_path.is_file() or not weights_path.is_file():
+        return True
+    try:
+        saved = json.loads(report_path.read_text()).get(DIGEST_KEY)
+        actual = weights_digest(weights_path)
+    except (OSError, ValueError, AttributeError, KeyError) as error:
+        log(f"cannot compare {report_path} with {weights_path} ({error}); the report is rewritten")
+        return False
+    if saved != actual:
+        log(
+            f"{report_path} does not describe the weights in {weights_path} "
+            f"({'no digest' if saved is None else 'other digest'}); it is rewritten at the end"
+        )
+        return False
+    return True
+
+
 def write_report(report: dict[str, Any], out: Path) -> None:
-    """Write ``report.json``, ``report.md`` and ``learning_curves.png`` into ``out``."""
+    """Write ``report.json``, ``report.md`` and ``learning_curves.png`` into ``out``; the
+    report must carry :data:`DIGEST_KEY` of ``out/final.npz`` (``ValueError`` otherwise: a report
+    never describes other weights than those beside it)."""
+    if report.get(DIGEST_KEY) != weights_digest(out / "final.npz"):
+        raise ValueError(f"the report does not describe the weights in {out / 'final.npz'}")
     for name, text in (
         ("report.json", json.dumps(report, indent=2, default=float)),
         ("report.md", markdown_report(report)),

@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import math
 import pickle
 import time
 from collections.abc import Callable
@@ -36,8 +37,9 @@ import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
 from baselines.teacher_book import BOOKS, load_book
-from baselines.teacher_labels import ILLEGAL, TeacherSet, make_teacher_set
+from baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
+from train.budget import EtaLog, TimeLimitReachedError
 from train.config import TrainConfig
 from train.torch_files import load_error_reason, write_torch_atomically
 
@@ -78,9 +80,36 @@ class TeacherTensors:
         return len(self.values)
 
 
+def move_planes(geometry: Geometry, moves: np.ndarray) -> np.ndarray:
+    """``Board.from_moves(...).to_planes()`` of every row of ``moves`` (int ``[n, cells]``, -1
+    padded) at once: ``[n, 2, rows, columns]`` int8, the mover's stones first (row 0 at the
+    top). The moves are taken as legal (labelled positions are)."""
+    count, width = moves.shape
+    rows, columns = geometry.rows, geometry.columns
+    planes = np.zeros((count, 2, rows, columns), np.int8)
+    for start in range(0, count, 8192):  # bounded memory: the one-hot is [n, cells, columns]
+        part = moves[start : start + 8192]
+        played = part >= 0
+        column = np.where(played, part, 0).astype(np.intp)
+        one_hot = (column[:, :, None] == np.arange(columns)) & played[:, :, None]
+        heights = np.cumsum(one_hot, axis=1, dtype=np.int8)
+        height = np.take_along_axis(heights, column[:, :, None], axis=2)[:, :, 0] - 1
+        # stone k is the first player's when k is even; the mover is the first player when an
+        # even number of stones was played
+        mover = (np.arange(width)[None, :] % 2) == (played.sum(axis=1)[:, None] % 2)
+        index, stone = np.nonzero(played)
+        planes[
+            start + index,
+            np.where(mover[index, stone], 0, 1),
+            rows - 1 - height[index, stone],
+            column[index, stone],
+        ] = 1
+    return planes
+
+
 def teacher_tensors(teacher: TeacherSet) -> TeacherTensors:
     """The observations and targets of every position of ``teacher``."""
-    observations = np.stack([board.to_planes() for board in teacher.boards()])
+    observations = move_planes(teacher.geometry, teacher.moves)
     legal = teacher.values != ILLEGAL
     values = np.where(legal, teacher.values, -2).astype(np.int64)
     best = values.max(axis=1)
@@ -127,6 +156,7 @@ def pretrain_policy(
     value_weight: float = 0.5,
     progress: Path | None = None,
     settings: dict[str, Any] | None = None,
+    stop: Callable[[], bool] = lambda: False,
 ) -> dict[str, float]:
     """Train ``policy`` on ``data`` for ``epochs`` passes (Adam, cosine-decayed rate); returns
     the last epoch's mean losses and ``earlier_seconds``, the wall seconds of passes made by
@@ -136,7 +166,11 @@ def pretrain_policy(
     call whose arguments, data and ``settings`` (anything else that shapes the network, as
     JSON) equal the saved ones goes on from the last saved pass instead of the first: the network
     it returns is the one an uninterrupted call returns. A progress file made otherwise, or one
-    that cannot be read, is named in the log and the passes start over."""
+    that cannot be read, is named in the log and the passes start over.
+
+    The log gets a line each tenth of the passes or each 30 seconds with the time left.
+    ``stop()`` is asked between batches: when true, :class:`train.budget.TimeLimitReachedError` is
+    raised (the passes saved in ``progress`` are kept, the one in progress is lost)."""
     if len(data) == 0:
         raise ValueError("no teacher positions to learn from")
     batch_size = min(batch_size, len(data))
@@ -173,6 +207,8 @@ def pretrain_policy(
                 "teaching from the start"
             )
     started = time.perf_counter()
+    per_pass = len(data) // batch_size
+    eta = EtaLog(log, epochs * per_pass, done * per_pass)
     policy.set_training_mode(True)
     for epoch in range(done, epochs):
         order = torch.randperm(len(data), generator=generator)
@@ -180,6 +216,15 @@ def pretrain_policy(
         totals = np.zeros(2)
         batches = 0
         for start in range(0, len(order) - batch_size + 1, batch_size):
+            if stop():
+                policy.set_training_mode(False)
+                raise TimeLimitReachedError(f"teaching stopped in pass {epoch + 1}/{epochs}")
+            eta.update(
+                epoch * per_pass + batches,
+                lambda left, e=epoch, b=batches: (
+                    f"teacher pass {e + 1}/{epochs}: {b}/{per_pass} batches, {left}"
+                ),
+            )
             index = order[start : start + batch_size]
             actor, critic = batch_losses(policy, data, index, bool(flips[batches]))
             optimizer.zero_grad()
@@ -209,6 +254,37 @@ def pretrain_policy(
             )
     policy.set_training_mode(False)
     return {**summary, "earlier_seconds": earlier_seconds}
+
+
+def seconds_per_batch(
+    policy: torch.nn.Module, data: TeacherTensors, batch_size: int, batches: int = 3
+) -> float:
+    """Wall seconds of one supervised batch of ``policy`` on ``data``: the mean of ``batches``
+    timed after a first, untimed one, made on a copy (``policy`` and every random stream are
+    left as they were)."""
+    trial = copy.deepcopy(policy)
+    trial.set_training_mode(True)
+    optimizer = torch.optim.Adam(trial.parameters(), lr=PRETRAIN_LEARNING_RATE)
+    batch_size = min(batch_size, len(data))
+    started = 0.0
+    for step in range(batches + 1):
+        if step == 1:
+            started = time.perf_counter()
+        index = torch.arange(step * batch_size, (step + 1) * batch_size) % len(data)
+        actor, critic = batch_losses(trial, data, index, mirror=bool(step % 2))
+        optimizer.zero_grad()
+        (actor + 0.5 * critic).backward()
+        optimizer.step()
+    return (time.perf_counter() - started) / batches
+
+
+def subset(data: TeacherTensors, count: int, seed: int) -> TeacherTensors:
+    """``count`` positions of ``data`` drawn without replacement by ``seed`` (all when
+    ``count >= len(data)``), in the order drawn."""
+    if count >= len(data):
+        return data
+    index = torch.randperm(len(data), generator=torch.Generator().manual_seed(seed))[:count]
+    return TeacherTensors(*(tensor[index] for tensor in dataclasses.astuple(data)))
 
 
 def _digest(data: TeacherTensors) -> str:
@@ -259,7 +335,14 @@ def concatenate(parts: list[TeacherTensors]) -> TeacherTensors:
     )
 
 
-def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> TeacherTensors:
+def load_teacher(
+    config: TrainConfig,
+    out: Path,
+    log: Callable[[str], None],
+    *,
+    fraction: float = 1.0,
+    stop: Callable[[], bool] = lambda: False,
+) -> TeacherTensors:
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes; chunks the package
     ships, :mod:`baselines.teacher_cache`, are read instead) and saved there;
@@ -268,23 +351,30 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     ``config.teacher_early_book`` copies of the early book's first
     ``config.teacher_early_book_positions`` and ``config.teacher_middle_book`` copies of the
     middle book's first ``config.teacher_middle_book_positions`` (:mod:`baselines.teacher_book`),
-    where they cover the board size."""
+    where they cover the board size.
+
+    With ``fraction`` below 1 (a run sized to its steps, :mod:`train.budget`), that share of
+    every part: the first :func:`own_positions` of the run's own and the first positions of each
+    book. ``stop`` ends the labelling early (:class:`baselines.teacher_labels.
+    LabellingStoppedError`; the chunks done are kept)."""
     path = out / TEACHER_FILE
     geometry = config.geometry
     if path.is_file():
         teacher = TeacherSet.load(path)
     else:
+        count = own_positions(config.teacher_positions, fraction)
         log(
-            f"teacher set: {config.teacher_positions} positions, labelled by the exact solver or "
+            f"teacher set: {count} positions, labelled by the exact solver or "
             "read from the shipped labels where they hold them"
         )
         teacher = make_teacher_set(
             geometry,
-            config.teacher_positions,
-            config.seed if config.teacher_seed is None else config.teacher_seed,
+            count,
+            teacher_seed(config),
             workers=config.teacher_workers,
             cache=out / "teacher",
             log=log,
+            stop=stop,
         )
         teacher.save(path)
     parts = [teacher_tensors(teacher)]
@@ -296,9 +386,40 @@ def load_teacher(config: TrainConfig, out: Path, log: Callable[[str], None]) -> 
     for name, copies, wanted in books:
         if copies:
             shipped = load_book(geometry, BOOKS[name].file)
+            if shipped is not None and fraction < 1:
+                held = min(wanted or len(shipped), len(shipped))
+                wanted = max(1, math.ceil(fraction * held))
             book = _book_part(name, shipped, geometry, copies, wanted, log)
             parts += [teacher_tensors(book)] * copies if book is not None else []
     return concatenate(parts) if len(parts) > 1 else parts[0]
+
+
+def teacher_seed(config: TrainConfig) -> int:
+    """The seed of the games the run's own teacher positions come from."""
+    return config.seed if config.teacher_seed is None else config.teacher_seed
+
+
+def own_positions(positions: int, fraction: float) -> int:
+    """The run's own teacher positions at ``fraction`` of ``positions``: whole chunks of
+    :data:`~baselines.teacher_labels.CHUNK` (those the shipped labels hold), at least one."""
+    if fraction >= 1:
+        return positions
+    return min(positions, max(CHUNK, CHUNK * math.ceil(fraction * positions / CHUNK)))
+
+
+def book_positions(config: TrainConfig) -> int:
+    """Positions the books add to the run's own (copies included), on the run's board."""
+    total = 0
+    books = (
+        ("opening", config.teacher_book, config.teacher_book_positions),
+        ("early", config.teacher_early_book, config.teacher_early_book_positions),
+        ("middle", config.teacher_middle_book, config.teacher_middle_book_positions),
+    )
+    for name, copies, wanted in books:
+        book = load_book(config.geometry, BOOKS[name].file) if copies else None
+        if book is not None:
+            total += copies * min(wanted or len(book), len(book))
+    return total
 
 
 def _book_part(

@@ -5,12 +5,15 @@ One run lives in one output directory::
     config.json              the settings (``--resume`` reads them back)
     teacher.npz, teacher/    the labelled teacher positions (and their chunks while labelling)
     teacher_progress.pt      the supervised passes done, until the first checkpoint holds them
+    teacher_plan.json        the passes planned for the session's budget (train.teacher_phase)
+    run.lock                 the lock that one run at a time holds (train.run_lock)
     checkpoint.zip, state.json   the last checkpoint: SB3 model + run state (train/state.py)
     checkpoint_extras.pt     and its random streams and teacher replay (train/resume_extras.py)
     snapshots/step_*.npz     frozen weights of the agent, the self-play pool
     tb/                      TensorBoard logs (one run, continued by ``--resume``)
     final.zip, final.npz     the trained model (SB3, and weights only: share the ``.npz``)
-    report.md, report.json   panel results with 95% intervals, timings, curriculum history
+    report.md, report.json   panel results with 95% intervals, timings, curriculum history, and
+                             the digest of final.npz's weights (train.report.weights_digest)
     learning_curves.png      panel scores and training win rate against steps
 
 Each env plays, for one rollout at a time, an opponent drawn from the current mixture (the stage's
@@ -18,10 +21,12 @@ specs, a review share of earlier stages and a self-play share of snapshots); the
 at the env's next reset, so every episode is played against one opponent, whose label the episode's
 ``info["opponent"]`` carries. Files are written atomically (a temporary file, then
 ``os.replace``), so a crash, Ctrl-C or SIGTERM never leaves half a checkpoint; both signals save
-one before stopping, and ``--resume`` finishes any run that has a checkpoint, whatever point of
-training or of the final phase it stopped at. A run stopped before its first checkpoint (while
-labelling or teaching) goes on when the same command runs again, from the chunks labelled and the
-passes done.
+what is done in any phase before stopping, and ``--resume`` finishes any run that has a
+checkpoint, whatever point of training or of the final phase it stopped at. A run stopped before
+its first checkpoint (while labelling or teaching, by a signal or by ``--max-minutes``) goes on
+when the same command (or ``--resume``) runs again, from the chunks labelled and the passes done.
+``--max-minutes`` bounds the whole session and is shared between its phases
+(:mod:`train.budget`); only one process at a time runs in an output folder (:mod:`train.run_lock`).
 
 The parts: :mod:`train.config` (settings), :mod:`train.state` (run state), :mod:`train.curriculum`,
 :mod:`train.opponents` (envs and opponents), :mod:`train.model` (learner, panel),
@@ -31,48 +36,76 @@ The parts: :mod:`train.config` (settings), :mod:`train.state` (run state), :mod:
 from __future__ import annotations
 
 import contextlib
-import os
 import signal
 import threading
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from sb3_contrib import MaskablePPO
 from stable_baselines3.common.utils import set_random_seed
+from stable_baselines3.common.vec_env import VecEnv
 from threadpoolctl import threadpool_limits
 
+from baselines.teacher_labels import LabellingStoppedError
 from connectx_gym.registry import make_policy
+from train.budget import Budget, TimeLimitReachedError, minutes
 from train.callbacks import WallSplitCallback, run_callbacks
 from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
 from train.finish import finish
-from train.model import load_model, new_model, save_model
+from train.machine_load import busy_machine_hint
+from train.model import evaluate_panel, load_model, model_weights, new_model, save_model
 from train.networks import use_bf16
 from train.opponents import close_env, collect_timing, make_vec_env
+from train.report import check_report
 from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
+from train.run_lock import run_lock
 from train.state import RunState, SessionClock
 from train.teacher import (
     PRETRAIN_LEARNING_RATE,
     TEACHER_BATCH,
     TEACHER_PROGRESS_FILE,
     TeacherReplayCallback,
+    TeacherTensors,
     load_teacher,
     pretrain_policy,
+    subset,
+)
+from train.teacher_phase import (
+    TEACHER_PLAN_FILE,
+    describe_teaching,
+    labelling_note,
+    sized_teacher,
+    teaching_plan,
 )
 
 __all__ = ["RunInterruptedError", "prepare_out", "train"]
 
 #: signals that make a run save a checkpoint and stop (SIGTERM: what schedulers send)
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: exit status of a run stopped by a signal (as a shell reports Ctrl-C) and by --max-minutes
+#: before its first checkpoint (EX_TEMPFAIL: run it again to go on)
+EXIT_INTERRUPTED, EXIT_TIME_LIMIT = 130, 75
+#: games per panel opponent timed to estimate the final panel
+PANEL_SAMPLE_GAMES = 2
 
 
 class RunInterruptedError(Exception):
-    """Training stopped by Ctrl-C or SIGTERM after saving a checkpoint (``--resume`` goes on)."""
+    """Training stopped by Ctrl-C, SIGTERM or the time limit after saving what was done
+    (``--resume`` or the same command goes on); ``exit_status`` is the command's."""
 
-    def __init__(self, out: Path, timesteps: int, message: str | None = None) -> None:
+    def __init__(
+        self,
+        out: Path,
+        timesteps: int,
+        message: str | None = None,
+        exit_status: int = EXIT_INTERRUPTED,
+    ) -> None:
         super().__init__(
             message
             or f"interrupted at step {timesteps}: checkpoint saved in {out}; "
@@ -80,13 +113,38 @@ class RunInterruptedError(Exception):
         )
         self.out = out
         self.timesteps = timesteps
+        self.exit_status = exit_status
+
+
+@dataclass
+class Run:
+    """What the phases of one session share."""
+
+    config: TrainConfig
+    out: Path
+    state: RunState
+    clock: SessionClock
+    budget: Budget
+    curriculum: Curriculum
+    env: VecEnv
+    model: MaskablePPO
+    replay: TeacherReplayCallback | None = None
+
+    def save_checkpoint(self) -> None:
+        """The model, the run state and the extras, atomically, at the model's step."""
+        self.state.timesteps = int(self.model.num_timesteps)
+        self.clock.update()
+        save_model(self.model, self.out / "checkpoint.zip")
+        self.state.save(self.out / "state.json")
+        save_extras(self.out / EXTRAS_FILE, self.state.timesteps, self.replay)
 
 
 def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
     """Run (or, with ``config.resume``, continue or finish) a training run; returns the report.
 
-    Raises :class:`RunInterruptedError` after saving a checkpoint when interrupted by Ctrl-C or
-    SIGTERM.
+    Raises :class:`RunInterruptedError` after saving what was done when interrupted by Ctrl-C
+    or SIGTERM, or stopped by ``--max-minutes`` before its first checkpoint; ``OSError``
+    (:class:`train.run_lock.RunLockedError`) when another process runs in ``config.out``.
     """
     with _thread_pools(config.torch_threads):
         return _train(config, log)
@@ -110,178 +168,199 @@ def _thread_pools(torch_threads: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-def cpu_times() -> tuple[int, int]:
-    """All CPU time since boot and its idle part (idle and I/O wait), in ticks, from the first
-    line of Linux's ``/proc/stat`` (user nice system idle iowait irq softirq steal ...)."""
-    with open("/proc/stat") as stat:
-        fields = [int(value) for value in stat.readline().split()[1:9]]
-    return sum(fields), fields[3] + fields[4]
-
-
-def busy_cores(seconds: float = 0.25) -> float | None:
-    """Cores that other work keeps busy now: the busy share of all CPU time over ``seconds``
-    (:func:`cpu_times`; time taken by the hypervisor counts as busy) times the core count. None
-    where ``/proc/stat`` cannot be read (not Linux)."""
-    try:
-        total_before, idle_before = cpu_times()
-        time.sleep(seconds)
-        total_after, idle_after = cpu_times()
-    except (OSError, ValueError, IndexError):
-        return None
-    elapsed = total_after - total_before
-    if elapsed <= 0:
-        return None
-    return (1 - (idle_after - idle_before) / elapsed) * (os.cpu_count() or 1)
-
-
-def busy_machine_hint(torch_threads: int) -> str | None:
-    """A line advising ``--torch-threads 1`` when other work already keeps the cores busy.
-
-    Under load, torch's threads wait for each other at every operation: with two busy processes
-    beside it, the default run's settings trained at 711 steps/s on 2 threads and 1,712 on one
-    (quiet: 3,442 and 2,592). Measured over a quarter of a second (:func:`busy_cores`), not by
-    the load average, which stays high for a minute after a run stops (an immediate
-    ``--resume`` was told the machine was busy); the load average where that cannot be read.
-    """
-    cores = os.cpu_count() or 1
-    torch_threads = torch_threads or torch.get_num_threads()  # 0: torch's default
-    if torch_threads <= 1:
-        return None
-    busy = busy_cores()
-    if busy is not None:
-        what = f"{busy:.1f} of {cores} cores in use by other work"
-    elif hasattr(os, "getloadavg"):
-        busy = os.getloadavg()[0]
-        what = f"load average {busy:.1f} on {cores} cores"
-    else:
-        return None
-    if busy < cores - 0.5:
-        return None
-    return (
-        f"note: the machine is busy ({what}); torch's {torch_threads} threads wait for each "
-        "other under load, --torch-threads 1 is faster then"
-    )
-
-
 def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     config.validate()
-    hint = busy_machine_hint(config.torch_threads)
-    if hint:
-        log(hint)
     for spec in {s for m in (*config.opponent, *config.curriculum) for s, _ in parse_mixture(m)}:
         make_policy(spec)  # unknown names and bad parameters fail here, not in a worker
     for spec in config.panel:
         make_policy(spec)
-    out = prepare_out(config)
+    out = Path(config.out)
+    with run_lock(out), _stop_signals_interrupt():
+        started = time.perf_counter()  # the session's clock starts here
+        resuming = prepare_out(config)
+        fraction, size_note = sized_teacher(config) if not resuming else (1.0, None)
+        note = labelling_note(config, out, fraction) if not resuming else None
+        for line in (note, size_note, busy_machine_hint(config.torch_threads)):
+            if line:
+                log(line)
+        if resuming:
+            run = _resume_run(config, out, started, log)
+        else:
+            if config.resume:
+                log(f"{out} has no checkpoint yet: going on from what its last session saved")
+            run = _start_run(config, out, fraction, started, log)
+        return _learn(run, log)
+
+
+def _session(config: TrainConfig, state: RunState, started: float) -> tuple[SessionClock, Budget]:
+    """The session's clock (started at ``started``) and its budget of ``--max-minutes``."""
+    clock = SessionClock(state)
+    clock.start = started
+    return clock, Budget.from_minutes(clock, config.max_minutes)
+
+
+def _start_run(
+    config: TrainConfig, out: Path, fraction: float, started: float, log: Callable[[str], None]
+) -> Run:
+    """A new run (or one stopped before its first checkpoint): the settings saved, the teacher
+    positions labelled or read, the policy taught within the budget, the first checkpoint."""
+    config.save(out / "config.json")
+    state = RunState(
+        next_snapshot=config.snapshot_every,
+        next_eval=config.eval_every,
+        next_checkpoint=config.checkpoint_every,
+        rng=np.random.default_rng([config.seed, 7]),
+    )
     curriculum = Curriculum.from_config(config)
-    if config.resume:
-        state = RunState.load(out / "state.json")
-        curriculum.resume(state)
-        state.snapshots = [s for s in state.snapshots if Path(s).is_file()]
-    else:
-        config.save(out / "config.json")
-        state = RunState(
-            next_snapshot=config.snapshot_every,
-            next_eval=config.eval_every,
-            next_checkpoint=config.checkpoint_every,
-            rng=np.random.default_rng([config.seed, 7]),
-        )
-        curriculum.start(state)
+    curriculum.start(state)
     set_random_seed(config.seed)
-    clock = SessionClock(state)  # labelling counts against --max-minutes too
-    teacher_started = time.perf_counter()
-    try:
-        teacher = load_teacher(config, out, log) if config.teacher_positions else None
-    except KeyboardInterrupt:
-        raise RunInterruptedError(
-            out,
-            0,
-            f"interrupted while labelling teacher positions; the chunks already labelled are "
-            f"kept in {out / 'teacher'}: run the same command again to go on",
-        ) from None
-    env = make_vec_env(config)
-    if config.resume:
-        model = load_model(out / "checkpoint.zip", env, out)
-        # the number format is this machine's (--precision auto may resolve otherwise here)
-        model.policy.features_extractor.bf16 = use_bf16(config.precision)
-        log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
-    else:
-        model = new_model(config, env, out)
-    replay = None
-    if teacher is not None and config.teacher_replay:
-        replay = TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
-    if config.resume:
-        restore_extras(out / EXTRAS_FILE, int(model.num_timesteps), replay, log)
-        env.seed(env_seed(config.seed, int(model.num_timesteps)))  # the games restart
-
-    def save_checkpoint() -> None:
-        state.timesteps = int(model.num_timesteps)
-        clock.update()
-        save_model(model, out / "checkpoint.zip")
-        state.save(out / "state.json")
-        save_extras(out / EXTRAS_FILE, state.timesteps, replay)
-
-    if teacher is not None and not config.resume:
-        log(f"teaching the policy {config.teacher_epochs} passes over {len(teacher)} positions")
+    clock, budget = _session(config, state, started)
+    teacher = None
+    if fraction > 0:
+        kept = f"the chunks already labelled are kept in {out / 'teacher'}"
         try:
-            taught = pretrain_policy(
-                model.policy,
-                teacher,
-                epochs=config.teacher_epochs,
-                batch_size=TEACHER_BATCH,
-                learning_rate=PRETRAIN_LEARNING_RATE,
-                seed=config.seed,
-                log=log,
-                progress=out / TEACHER_PROGRESS_FILE,
-                settings=teaching_settings(config),
-            )
+            teacher = load_teacher(config, out, log, fraction=fraction, stop=budget.over)
+        except LabellingStoppedError as stop:
+            where = f"while labelling ({stop.done} of {stop.total} chunks done)"
+            raise _time_stop(out, config, where, kept) from None
         except KeyboardInterrupt:
-            close_env(env)
-            raise RunInterruptedError(
-                out,
-                0,
-                f"interrupted while teaching the policy; the labelled positions and the passes "
-                f"done are kept in {out}: run the same command again to go on",
-            ) from None
-        # passes made by an earlier, interrupted command count in the run's wall time
-        clock.earlier += taught["earlier_seconds"]
-        state.teacher_seconds += taught["earlier_seconds"]
+            raise _interrupted(out, "while labelling teacher positions", kept) from None
+    labelling_seconds = clock.session_seconds()
+    env = make_vec_env(config)
+    model = new_model(config, env, out)
+    run = Run(config, out, state, clock, budget, curriculum, env, model)
+    if teacher is not None and config.teacher_replay:
+        run.replay = TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
+    _estimate_panel(run)
     if teacher is not None:
-        state.teacher_seconds += time.perf_counter() - teacher_started
-        if not config.resume:
-            save_checkpoint()  # --resume goes on from the taught network
-            (out / TEACHER_PROGRESS_FILE).unlink(missing_ok=True)  # the checkpoint holds it now
+        _teach(run, teacher, labelling_seconds, log)
+    else:
+        log(budget.describe("none", "none"))
+    run.save_checkpoint()  # --resume goes on from the taught network
+    for name in (TEACHER_PROGRESS_FILE, TEACHER_PLAN_FILE):
+        (out / name).unlink(missing_ok=True)  # the checkpoint holds them now
+    return run
+
+
+def _teach(
+    run: Run, teacher: TeacherTensors, labelling_seconds: float, log: Callable[[str], None]
+) -> None:
+    """The supervised passes that fit the budget (planned once per run, announced)."""
+    config, out, budget = run.config, run.out, run.budget
+    settings = teaching_settings(config)
+    plan = teaching_plan(
+        config, out, run.model.policy, teacher, TEACHER_BATCH, budget, settings, log
+    )
+    labelled = f"{minutes(labelling_seconds)} (done)"
+    log(budget.describe(describe_teaching(plan), labelled))
+    log(f"teaching the policy {plan.epochs} passes over {plan.positions} positions")
+    data = subset(teacher, plan.positions, config.seed + 4)
+    try:
+        taught = pretrain_policy(
+            run.model.policy,
+            data,
+            epochs=plan.epochs,
+            batch_size=TEACHER_BATCH,
+            learning_rate=PRETRAIN_LEARNING_RATE,
+            seed=config.seed,
+            log=log,
+            progress=out / TEACHER_PROGRESS_FILE,
+            settings=settings,
+            stop=budget.over,
+        )
+    except (TimeLimitReachedError, KeyboardInterrupt) as stop:
+        close_env(run.env)
+        kept = f"the labelled positions and the passes done are kept in {out}"
+        if isinstance(stop, TimeLimitReachedError):
+            raise _time_stop(out, config, f"while teaching ({stop})", kept) from None
+        raise _interrupted(out, "while teaching the policy", kept) from None
+    # passes made by an earlier, interrupted command count in the run's wall time
+    run.clock.earlier += taught["earlier_seconds"]
+    run.state.teacher_seconds += taught["earlier_seconds"]
+    run.state.teacher_seconds += run.clock.session_seconds()
+
+
+def _resume_run(config: TrainConfig, out: Path, started: float, log: Callable[[str], None]) -> Run:
+    """The run saved in ``out`` at its last checkpoint (its teacher positions read back for the
+    replay, its random streams restored)."""
+    state = RunState.load(out / "state.json")
+    curriculum = Curriculum.from_config(config)
+    curriculum.resume(state)
+    state.snapshots = [s for s in state.snapshots if Path(s).is_file()]
+    set_random_seed(config.seed)
+    clock, budget = _session(config, state, started)
+    check_report(out, log)
+    teacher = None
+    if config.teacher_positions and config.teacher_replay:
+        fraction, _ = sized_teacher(config)
+        if fraction > 0:
+            teacher = load_teacher(config, out, log, fraction=fraction, stop=budget.over)
+    env = make_vec_env(config)
+    model = load_model(out / "checkpoint.zip", env, out)
+    # the number format is this machine's (--precision auto may resolve otherwise here)
+    model.policy.features_extractor.bf16 = use_bf16(config.precision)
+    log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
+    run = Run(config, out, state, clock, budget, curriculum, env, model)
+    if teacher is not None:
+        run.replay = TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
+    restore_extras(out / EXTRAS_FILE, int(model.num_timesteps), run.replay, log)
+    env.seed(env_seed(config.seed, int(model.num_timesteps)))  # the games restart
+    _estimate_panel(run)
+    log(budget.describe(None, None))
+    return run
+
+
+def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
+    """PPO until the steps asked for or the budget's PPO deadline, then the final phase."""
+    config, model, state = run.config, run.model, run.state
     remaining = config.timesteps - model.num_timesteps
     announce = None if config.progress_bar else log
-    callbacks = run_callbacks(config, out, curriculum, state, clock, save_checkpoint, announce)
-    if replay is not None:
-        callbacks.callbacks.append(replay)
+    deadline = run.budget.ppo_deadline()
+    callbacks = run_callbacks(
+        config, run.out, run.curriculum, state, run.clock, run.save_checkpoint, announce, deadline
+    )
+    if run.replay is not None:
+        callbacks.callbacks.append(run.replay)
     wall_split = WallSplitCallback()
     # first: a rollout ends before the teacher replay and the other callbacks' rollout-end work
     callbacks.callbacks.insert(0, wall_split)
     try:
-        with _stop_signals_interrupt():
-            try:
-                if remaining > 0:
-                    state.stopped_by_time, state.final_panel = False, None
-                    model.learn(
-                        remaining,
-                        callback=callbacks,
-                        reset_num_timesteps=not config.resume,
-                        tb_log_name="ppo",
-                        progress_bar=config.progress_bar,
-                    )
-                timing = collect_timing(env)
-                timing["rollout_seconds"] = wall_split.rollout_seconds
-                timing["update_seconds"] = wall_split.update_seconds
-            finally:
-                close_env(env)
-            save_checkpoint()
-            return finish(config, out, model, state, clock, timing, log)
+        try:
+            if remaining > 0:
+                state.stopped_by_time, state.final_panel = False, None
+                model.learn(
+                    remaining,
+                    callback=callbacks,
+                    reset_num_timesteps=not config.resume,
+                    tb_log_name="ppo",
+                    progress_bar=config.progress_bar,
+                )
+            timing = collect_timing(run.env)
+            timing["rollout_seconds"] = wall_split.rollout_seconds
+            timing["update_seconds"] = wall_split.update_seconds
+        finally:
+            close_env(run.env)
+        run.save_checkpoint()
+        return finish(config, run.out, model, state, run.clock, timing, log)
     except KeyboardInterrupt:
         with _stop_signals_held():
-            save_checkpoint()
-        raise RunInterruptedError(out, int(model.num_timesteps)) from None
+            run.save_checkpoint()
+        raise RunInterruptedError(run.out, int(model.num_timesteps)) from None
+
+
+def _estimate_panel(run: Run) -> None:
+    """Keep the final panel's time aside in a bounded budget: a few games per opponent with the
+    current weights, timed, scaled to the final panel's games (train.budget.PANEL_SAFETY)."""
+    from train.budget import PANEL_SAFETY
+
+    if not run.budget.bounded:
+        return
+    config = run.config
+    started = time.perf_counter()
+    weights = model_weights(run.model, config.geometry)
+    evaluate_panel(weights, config.panel, PANEL_SAMPLE_GAMES, config.seed + 2)
+    sample = time.perf_counter() - started
+    run.budget.panel_seconds = PANEL_SAFETY * sample * config.final_games / PANEL_SAMPLE_GAMES
 
 
 def teaching_settings(config: TrainConfig) -> dict[str, Any]:
@@ -293,18 +372,40 @@ def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     return {k: v for k, v in config.to_json().items() if k not in left_out}
 
 
-def prepare_out(config: TrainConfig) -> Path:
-    """Create (or, with ``resume``, check) the output directory."""
+def prepare_out(config: TrainConfig) -> bool:
+    """Check the output directory (the caller holds its lock): whether the run goes on from a
+    checkpoint. ``--resume`` of a folder without one goes on from what its last session saved
+    (labelled chunks, teacher passes) when it holds the run's settings."""
     out = Path(config.out)
+    has_checkpoint = (out / "checkpoint.zip").is_file() and (out / "state.json").is_file()
     if config.resume:
-        if not (out / "checkpoint.zip").is_file() or not (out / "state.json").is_file():
+        if not has_checkpoint and not (out / "config.json").is_file():
             raise FileNotFoundError(f"nothing to resume: {out} has no checkpoint")
-    elif (out / "checkpoint.zip").exists() or (out / "final.zip").exists():
+        return has_checkpoint
+    if (out / "checkpoint.zip").exists() or (out / "final.zip").exists():
         raise FileExistsError(
             f"{out} already holds a run: continue it with --resume or choose another --out"
         )
-    out.mkdir(parents=True, exist_ok=True)
-    return out
+    return False
+
+
+def _interrupted(out: Path, where: str, kept: str) -> RunInterruptedError:
+    return RunInterruptedError(
+        out,
+        0,
+        f"interrupted {where}; {kept}: run the same command again (or connectx train --resume "
+        f"--out {out}) to go on",
+    )
+
+
+def _time_stop(out: Path, config: TrainConfig, where: str, kept: str) -> RunInterruptedError:
+    return RunInterruptedError(
+        out,
+        0,
+        f"stopped by the time limit (--max-minutes {config.max_minutes:g}) {where}; {kept}: "
+        f"run the same command again (or connectx train --resume --out {out}) to go on",
+        exit_status=EXIT_TIME_LIMIT,
+    )
 
 
 @contextlib.contextmanager

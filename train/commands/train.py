@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
         report = train(config)
     except RunInterruptedError as stop:
         print(f"connectx: {stop}", file=sys.stderr)
-        return EXIT_INTERRUPTED
+        return getattr(stop, "exit_status", EXIT_INTERRUPTED)
     for spec, result in report["panel"].items():
         low, high = result["ci95"]
         print(f"  {spec:<20} score {result['score']:.3f} [95% CI {low:.3f}-{high:.3f}]")

@@ -1,0 +1,207 @@
+"""One bound for the whole run: how ``--max-minutes`` is shared between a run's phases.
+
+A session of ``connectx train`` has four phases: labelling the teacher positions, teaching the
+policy (supervised passes), PPO and the final panel. ``--max-minutes`` bounds the session as a
+whole (:class:`Budget`), and the phases share it so that PPO always gets its share:
+
+- the final panel's time is estimated from a few timed games and kept aside (PPO stops early
+  enough for it: :meth:`Budget.ppo_deadline`);
+- labelling and teaching together get at most :data:`TEACHER_SHARE` of the rest. Labelling is
+  not cut (its chunks are kept in the run's folder and reused by the next session); the
+  teaching passes are planned from a timed first batch (:func:`plan_teaching`): fewer passes
+  when all do not fit, one pass over fewer positions when one does not, and the log says so;
+- PPO gets everything else.
+
+Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling or teaching
+keeps the chunks labelled and the passes done, and the same command goes on from them.
+
+Before that, a run is sized to its steps (:func:`sized_teacher_fraction`): the supervised passes
+see at most as many positions as PPO's updates do (``timesteps * n_epochs``), so a short run gets
+a short teacher (the default run and the presets are below that cap and keep their whole set).
+
+This module imports neither torch nor SB3.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from train.state import SessionClock
+
+__all__ = [
+    "LABEL_SECONDS_PER_CHUNK",
+    "MIN_TEACHER_POSITIONS",
+    "TEACHER_SHARE",
+    "Budget",
+    "EtaLog",
+    "TeachingPlan",
+    "TimeLimitReachedError",
+    "minutes",
+    "plan_teaching",
+    "sized_teacher_fraction",
+]
+
+#: the most of a bounded session (less the final panel) that labelling and teaching may take
+TEACHER_SHARE = 1 / 3
+#: the least of :data:`TEACHER_SHARE` left to the teaching passes when labelling took the rest
+TEACHING_FLOOR = 1 / 4
+#: seconds one worker takes to label a chunk of 250 positions (the README's figure: 30,000
+#: positions in about 9 minutes on 2 cores); the estimate announced before labelling
+LABEL_SECONDS_PER_CHUNK = 9.0
+#: below this many positions after sizing, the teacher is skipped: a run of under 12,500 steps
+#: (the default's 80,000 positions over 10 passes; ``--timesteps 4096`` affords 1,638) would
+#: spend as long on a few passes as on PPO, for little
+MIN_TEACHER_POSITIONS = 5_000
+#: the final panel's estimate is this many times its timed sample (the trained agent plays
+#: longer games than the untrained one that is timed)
+PANEL_SAFETY = 2.0
+
+
+class TimeLimitReachedError(Exception):
+    """The session reached ``--max-minutes`` in a phase that stops and goes on next session."""
+
+
+def minutes(seconds: float) -> str:
+    """``seconds`` as a short duration for the log (``"~2.5 min"``, ``"~40 s"``)."""
+    if not math.isfinite(seconds):
+        return "no limit"
+    return f"~{seconds / 60:.1f} min" if seconds >= 90 else f"~{max(seconds, 0):.0f} s"
+
+
+@dataclass
+class Budget:
+    """The session's bound (``math.inf``: none) on its :class:`~train.state.SessionClock`, and
+    the seconds kept aside for the final panel once estimated."""
+
+    clock: SessionClock
+    bound: float
+    panel_seconds: float = 0.0
+
+    @classmethod
+    def from_minutes(cls, clock: SessionClock, max_minutes: float) -> Budget:
+        """The budget of ``--max-minutes`` (0: no bound)."""
+        return cls(clock, 60 * max_minutes if max_minutes else math.inf)
+
+    @property
+    def bounded(self) -> bool:
+        return math.isfinite(self.bound)
+
+    def elapsed(self) -> float:
+        """Seconds of this session so far."""
+        return self.clock.session_seconds()
+
+    def over(self) -> bool:
+        """Whether the session has reached its bound."""
+        return self.elapsed() >= self.bound
+
+    def teacher_share(self) -> float:
+        """Seconds that labelling and teaching may take in all."""
+        return TEACHER_SHARE * max(self.bound - self.panel_seconds, 0.0)
+
+    def teaching_allowed(self) -> float:
+        """Seconds left to the teaching passes now (after labelling), never less than
+        :data:`TEACHING_FLOOR` of the teacher's share."""
+        share = self.teacher_share()
+        return max(share - self.elapsed(), TEACHING_FLOOR * share)
+
+    def ppo_deadline(self) -> float:
+        """Session seconds at which PPO stops, leaving the final panel its time."""
+        return self.bound - self.panel_seconds
+
+    def describe(self, teaching: str | None, labelling: str | None) -> str:
+        """The announcement of how the session will spend its time (``None``: a resumed
+        session, whose teacher phase is behind it)."""
+        ppo = self.ppo_deadline() - self.elapsed()
+        teacher = "" if teaching is None else f"labelling {labelling}, teaching {teaching}, "
+        panel = "not timed" if not self.bounded else minutes(self.panel_seconds)
+        if not self.bounded:
+            return (
+                f"budget: no --max-minutes; {teacher}PPO until its steps are done, "
+                f"final panel {panel}"
+            )
+        return (
+            f"budget {self.bound / 60:.1f} min: {teacher}PPO >= {max(ppo, 0) / 60:.1f} min "
+            f"(the rest), final panel {panel}"
+        )
+
+
+@dataclass(frozen=True)
+class TeachingPlan:
+    """The supervised passes a session makes: ``epochs`` passes over ``positions`` positions
+    (the first ``positions`` of a seeded shuffle when fewer than all), and the note that says
+    what was cut (``None``: nothing)."""
+
+    epochs: int
+    positions: int
+    seconds: float
+    note: str | None = None
+
+
+def plan_teaching(
+    epochs: int,
+    positions: int,
+    batch_size: int,
+    seconds_per_batch: float,
+    allowed: float,
+) -> TeachingPlan:
+    """``epochs`` passes over ``positions`` when they fit in ``allowed`` seconds at
+    ``seconds_per_batch``; else as many whole passes as fit; else one pass over the positions
+    that fit (at least one batch)."""
+    batches = max(positions // batch_size, 1)
+    per_pass = batches * seconds_per_batch
+    whole = epochs * per_pass
+    if whole <= allowed:
+        return TeachingPlan(epochs, positions, whole)
+    fitting = int(allowed // per_pass) if per_pass > 0 else epochs
+    why = f"to keep PPO's share of --max-minutes (all {epochs} would take {minutes(whole)})"
+    if fitting >= 1:
+        note = f"teaching cut to {fitting} of {epochs} passes {why}"
+        return TeachingPlan(fitting, positions, fitting * per_pass, note)
+    kept_batches = max(int(allowed // seconds_per_batch) if seconds_per_batch > 0 else 1, 1)
+    kept = min(kept_batches * batch_size, positions)
+    note = f"teaching cut to one pass over {kept:,} of {positions:,} positions {why}"
+    return TeachingPlan(1, kept, kept_batches * seconds_per_batch, note)
+
+
+def sized_teacher_fraction(
+    timesteps: int, n_epochs: int, teacher_epochs: int, positions: int
+) -> float:
+    """The share of the teacher positions a run of ``timesteps`` steps keeps: all while the
+    passes see at most as many positions as PPO's updates (``timesteps * n_epochs``), else the
+    share that makes them equal."""
+    cap = timesteps * n_epochs
+    wanted = teacher_epochs * positions
+    return 1.0 if wanted <= cap else cap / wanted
+
+
+class EtaLog:
+    """Progress lines with the time left: one each ``every`` seconds or each tenth of the
+    ``total`` work, whichever comes first, and one at the end; the rate is measured from the
+    work done when it was made (``done_at_start``: what earlier sessions did)."""
+
+    def __init__(
+        self,
+        log: Callable[[str], None],
+        total: float,
+        done_at_start: float = 0.0,
+        clock: Callable[[], float] = time.perf_counter,
+        every: float = 30.0,
+    ) -> None:
+        self.log, self.total, self.clock, self.every = log, total, clock, every
+        self.first = done_at_start
+        self.started = self.last_time = clock()
+        self.last_tenth = int(10 * done_at_start / total) if total else 10
+
+    def update(self, done: float, text: Callable[[str], str]) -> None:
+        """Log ``text("~N min left")`` when a line is due, ``done`` of the work being done."""
+        now = self.clock()
+        tenth = int(10 * done / self.total) if self.total else 10
+        if tenth <= self.last_tenth and now - self.last_time < self.every and done < self.total:
+            return
+        self.last_tenth, self.last_time = tenth, now
+        rate = (done - self.first) / max(now - self.started, 1e-9)
+        left = (self.total - done) / rate if rate > 0 else math.inf
+        self.log(text(f"{minutes(left)} left" if done < self.total else "done"))
