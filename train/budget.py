@@ -111,10 +111,13 @@ class Budget:
         """Session seconds at which PPO stops, leaving the final panel its time."""
         return self.bound - self.panel_seconds
 
-    def describe(self, teaching: str | None, labelling: str | None) -> str:
+    def describe(
+        self, teaching: str | None, labelling: str | None, teaching_seconds: float = 0.0
+    ) -> str:
         """The announcement of how the session will spend its time (``None``: a resumed
-        session, whose teacher phase is behind it)."""
-        ppo = self.ppo_deadline() - self.elapsed()
+        session, whose teacher phase is behind it); PPO's part is what is left after the
+        ``teaching_seconds`` still to come and the final panel."""
+        ppo = self.ppo_deadline() - self.elapsed() - teaching_seconds
         teacher = "" if teaching is None else f"labelling {labelling}, teaching {teaching}, "
         panel = "not timed" if not self.bounded else minutes(self.panel_seconds)
         if not self.bounded:

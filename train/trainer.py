@@ -252,7 +252,7 @@ def _teach(
         config, out, run.model.policy, teacher, TEACHER_BATCH, budget, settings, log
     )
     labelled = f"{minutes(labelling_seconds)} (done)"
-    log(budget.describe(describe_teaching(plan), labelled))
+    log(budget.describe(describe_teaching(plan), labelled, plan.seconds))
     log(f"teaching the policy {plan.epochs} passes over {plan.positions} positions")
     data = subset(teacher, plan.positions, config.seed + 4)
     try:
