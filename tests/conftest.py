@@ -1,4 +1,10 @@
-"""Shared fixtures: Pascal Pons' benchmark positions, which live outside the repository."""
+"""Shared fixtures (Pascal Pons' benchmark positions, which live outside the repository) and
+the ``slow`` marker of whole folders.
+
+The folders mirror the packages (``connectx_gym/``, ``baselines/``, ``train/``) plus cross-cutting
+ones (``architecture/``, ``browser/``, ``docs/``, ``ray/``, ``benchmarks/``); helpers that tests
+import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray and browser tests.
+"""
 
 from __future__ import annotations
 
@@ -30,6 +36,19 @@ def pytest_configure(config: pytest.Config) -> None:
             "the entry points of connectx-gym are not installed (the search policies come "
             "through them): run pip install -e . --no-deps in the repository root"
         )
+
+
+#: folders whose every test is ``slow``: they train networks, start Ray or drive a browser
+SLOW_FOLDERS = ("train", "ray", "browser")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the tests of :data:`SLOW_FOLDERS` ``slow``."""
+    tests = Path(__file__).resolve().parent
+    for item in items:
+        parts = item.path.resolve().relative_to(tests).parts
+        if parts and parts[0] in SLOW_FOLDERS:
+            item.add_marker(pytest.mark.slow)
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,276 @@
+"""Mistake rates against perfect play: the labelled set, the judge, the generator, the command."""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from baselines.game_positions import canonical_key, phase_bounds
+from baselines.perfect_play import (
+    LabelledPositions,
+    evaluate_policy,
+    judge_moves,
+    load_positions,
+)
+from baselines.position_sets import ILLEGAL, load_pons
+from baselines.solver import Solver
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.match import wilson_interval
+from tests.support.scripted_policies import Column, Illegal
+from tools.make_positions import label_position
+from tools.make_positions import main as make_positions
+
+nan = np.nan
+
+
+# -- a brute-force reference on tiny boards ---------------------------------------------------
+def brute_scores(board: Board) -> list[float]:
+    """Pons scores of every column by plain negamax over the whole tree (tiny boards only)."""
+    return [
+        _brute_move(board.geometry, board.current, board.mask, board.moves, c)
+        if board.can_play(c)
+        else nan
+        for c in range(board.geometry.columns)
+    ]
+
+
+@cache
+def _brute_move(geometry: Geometry, current: int, mask: int, moves: int, column: int) -> int:
+    board = Board(geometry, current, mask, moves)
+    if board.is_winning_move(column):
+        return (geometry.cells + 1 - moves) // 2
+    child = board.play(column)
+    if child.is_full():
+        return 0
+    legal = child.legal_moves()
+    return -max(_brute_move(geometry, *child[1:], c) for c in legal)
+
+
+def tiny_set(geometry: Geometry, games: int, seed: int) -> LabelledPositions:
+    """Every non-terminal position of some random games, labelled by brute force."""
+    rng = np.random.default_rng(seed)
+    moves_list, scores = [], []
+    for _ in range(games):
+        board, moves = Board(geometry, 0, 0, 0), []
+        while not board.is_terminal():
+            moves_list.append(tuple(moves))
+            scores.append(brute_scores(board))
+            column = int(rng.choice(board.legal_moves()))
+            board, moves = board.play(column), [*moves, column]
+    n = len(moves_list)
+    phase = np.array([len(m) * 2 // geometry.cells for m in moves_list])
+    return LabelledPositions(
+        geometry, tuple(moves_list), np.array(scores), phase, np.ones(n, dtype=int),
+        ("first half", "second half"),
+    )  # fmt: skip
+
+
+def _value(score: float) -> int:
+    """1 won, 0 drawn, -1 lost."""
+    return 1 if score > 0 else (-1 if score < 0 else 0)
+
+
+# -- the judge ----------------------------------------------------------------------------------
+def test_judge_hand_checked_cases() -> None:
+    scores = np.array(
+        [
+            [1, 0, -1, nan],  # win, draw, loss, full
+            [1, 0, -1, nan],
+            [1, 0, -1, nan],
+            [3, 1, nan, -2],  # a fast win and a slow one
+            [0, -1, -1, -1],
+            [-1, -3, -2, -2],  # lost whatever: the slowest loss is perfect
+            [1, 0, -1, nan],
+            [1, 0, -1, nan],
+        ]
+    )
+    columns = [0, 1, 2, 1, 1, 1, 3, 9]
+    mistake, perfect = judge_moves(scores, columns)
+    assert mistake.tolist() == [False, True, True, False, True, False, True, True]
+    assert perfect.tolist() == [True, False, False, False, False, False, False, False]
+
+
+@pytest.mark.parametrize(("rows", "columns", "inarow"), [(3, 3, 3), (4, 4, 3)])
+def test_solver_agrees_with_brute_force_on_tiny_boards(
+    rows: int, columns: int, inarow: int
+) -> None:
+    positions = tiny_set(Geometry(rows, columns, inarow), games=6, seed=rows)
+    solver = Solver(positions.geometry)
+    for moves, expected in zip(positions.moves, positions.scores, strict=True):
+        labelled = label_position(solver, moves, None).astype(float)
+        labelled[labelled == ILLEGAL] = nan
+        np.testing.assert_array_equal(labelled, expected)
+
+
+def test_mistake_rates_match_a_plain_count_on_4x4x3() -> None:
+    positions = tiny_set(Geometry(4, 4, 3), games=8, seed=1)
+    for policy in (Column(0), Column(2)):
+        result = evaluate_policy(policy, positions)
+        mistakes = perfect = 0
+        for moves, scores in zip(positions.moves, positions.scores, strict=True):
+            board = Board.from_moves(positions.geometry, moves)
+            column = policy.act(board, np.random.default_rng(0))
+            best = np.nanmax(scores)
+            mistakes += _value(float(scores[column])) < _value(float(best))
+            perfect += scores[column] == best
+        assert result.overall.positions == len(positions)
+        assert (result.overall.mistakes, result.overall.perfect) == (mistakes, perfect)
+        assert result.overall.mistake_ci95 == wilson_interval(
+            mistakes / len(positions), len(positions)
+        )
+        assert sum(p.positions for p in result.phases.values()) == len(positions)
+        assert sum(p.mistakes for p in result.phases.values()) == mistakes
+
+
+def test_perfect_player_makes_no_mistakes_and_illegal_answers_do() -> None:
+    positions = tiny_set(Geometry(4, 4, 3), games=4, seed=2)
+    assert evaluate_policy("solver", positions).overall.perfect_rate == 1.0
+    assert evaluate_policy("solver", positions).overall.mistakes == 0
+    illegal = evaluate_policy(Illegal(), positions).overall
+    assert illegal.mistakes == illegal.illegal == len(positions)
+
+
+# -- the shipped set ------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def shipped() -> LabelledPositions:
+    return load_positions(split="all")
+
+
+def test_shipped_set_is_documented_and_split(shipped: LabelledPositions) -> None:
+    meta = shipped.meta
+    assert meta["complete"]
+    assert (shipped.geometry.rows, shipped.geometry.columns, shipped.geometry.inarow) == (6, 7, 4)
+    assert (
+        Path(__file__).parents[2].joinpath("baselines", "data", "positions.npz").stat().st_size
+        < 1e6
+    )
+    assert len(shipped) == meta["total"]
+    for number, name in enumerate(shipped.phases):
+        in_phase = shipped.phase == number
+        assert (shipped.split[in_phase] == 1).sum() == meta["counts"][name]["test"] > 0
+        assert (shipped.split[in_phase] == 0).sum() == meta["counts"][name]["dev"] > 0
+        first, last = meta["phases"][name]
+        plies = [len(m) for m, keep in zip(shipped.moves, in_phase, strict=True) if keep]
+        assert first <= min(plies) <= max(plies) <= last
+    test, dev = load_positions(split="test"), load_positions(split="dev")
+    assert len(test) + len(dev) == len(shipped)
+    # Distinct up to the mirror, across both splits.
+    keys = {canonical_key(shipped.geometry, moves) for moves in shipped.moves}
+    assert len(keys) == len(shipped)
+
+
+def test_shipped_scores_agree_with_the_solver(shipped: LabelledPositions) -> None:
+    rng = np.random.default_rng(0)
+    solver = Solver(shipped.geometry)
+    late = np.flatnonzero(shipped.phase >= 1)  # cheap to re-solve
+    opening = np.flatnonzero(shipped.phase == 0)
+    for index in [*rng.choice(late, 25, replace=False), *rng.choice(opening, 1)]:
+        board = Board.from_moves(shipped.geometry, shipped.moves[index])
+        np.testing.assert_array_equal(solver.move_scores(board), shipped.scores[index])
+
+
+def test_labelling_agrees_with_pons(pons_dir: Path) -> None:
+    solver = Solver(Geometry(6, 7, 4))
+    for name in ("Test_L3_R1", "Test_L2_R1"):
+        for position in load_pons(pons_dir / name, limit=15):
+            moves = [int(c) - 1 for c in position.moves]
+            scores = label_position(solver, moves, None)
+            assert scores[scores != ILLEGAL].max() == position.score
+
+
+def test_evaluation_is_deterministic_for_a_seed(shipped: LabelledPositions) -> None:
+    first = evaluate_policy("random", split="dev", seed=3).to_dict()
+    assert first == evaluate_policy("random", split="dev", seed=3).to_dict()
+    assert first != evaluate_policy("random", split="dev", seed=4).to_dict()
+    assert first["split"] == "dev"
+    assert set(first["phases"]) == set(shipped.phases)
+
+
+def test_stronger_policies_make_fewer_mistakes() -> None:
+    weak = evaluate_policy("random").overall
+    strong = evaluate_policy("minimax:depth=4").overall
+    assert strong.mistake_rate < weak.mistake_rate
+    assert strong.perfect_rate > weak.perfect_rate
+
+
+def test_load_refuses_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="split"):
+        load_positions(split="train")
+    with pytest.raises(FileNotFoundError):
+        load_positions(tmp_path / "missing.npz")
+    bad = tmp_path / "bad.npz"
+    np.savez(bad, moves=np.zeros((1, 42)))
+    with pytest.raises(ValueError, match="not a labelled-positions file"):
+        load_positions(bad)
+
+
+# -- the generator --------------------------------------------------------------------------------
+def test_generator_on_a_small_board(tmp_path: Path) -> None:
+    out = tmp_path / "positions.npz"
+    assert make_positions(["--rows", "4", "--columns", "5", "--inarow", "3", "--per-phase", "4",
+                           "--opening", "3", "--seed", "1", "-o", str(out)]) == 0  # fmt: skip
+    positions = load_positions(out, split="all")
+    meta = positions.meta
+    assert meta["complete"]
+    assert meta["seed"] == 1
+    assert "--per-phase 4" in meta["command"]
+    assert meta["phases"] == {k: list(v) for k, v in phase_bounds(positions.geometry).items()}
+    assert sum(meta["skipped"].values()) == 0
+    assert len(positions) == 2 * (3 + 4 * 3)
+    for moves, scores in zip(positions.moves, positions.scores, strict=True):
+        np.testing.assert_array_equal(
+            scores, brute_scores(Board.from_moves(positions.geometry, moves))
+        )
+    readme = (tmp_path / "README.md").read_text()
+    assert "Tune on `dev` only" in readme
+    assert "| opening |" in readme
+    again = tmp_path / "again.npz"
+    make_positions(["--rows", "4", "--columns", "5", "--inarow", "3", "--per-phase", "4",
+                    "--opening", "3", "--seed", "1", "-o", str(again), "--no-readme"])  # fmt: skip
+    assert load_positions(again, split="all").moves == positions.moves
+
+
+def test_accuracy_command_reports_phases(capsys: pytest.CaptureFixture[str]) -> None:
+    from connectx_gym.cli import main
+
+    assert main(["accuracy", "onestep", "--split", "dev", "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["split"] == "dev"
+    assert result["overall"]["positions"] == len(load_positions(split="dev"))
+    assert main(["accuracy", "onestep"]) == 0
+    assert "| all |" in capsys.readouterr().out
+
+
+def test_each_position_draws_from_its_own_seed() -> None:
+    # An answer depends on its position's own seed only, so answering in any order is the same.
+    positions = tiny_set(Geometry(4, 4, 3), games=6, seed=3)
+
+    class Reversed:
+        def map_positions(self, policy, geometry, jobs, who):
+            from connectx_gym.policy import answer_position
+            from connectx_gym.registry import make_policy
+
+            player = make_policy(policy)
+            answers = {job.index: answer_position(player, geometry, job, who) for job in jobs[::-1]}
+            return (answers[job.index] for job in jobs)
+
+    local = evaluate_policy("random", positions, seed=9).to_dict()
+    assert evaluate_policy("random", positions, seed=9, executor=Reversed()).to_dict() == local
+
+
+def test_accuracy_ray_without_ray_says_how_to_install(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from connectx_gym.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray raises ImportError
+    assert main(["accuracy", "random", "--ray"]) == 1
+    err = capsys.readouterr().err.strip()
+    assert err.splitlines() == [err]
+    assert 'pip install -e ".[ray]"' in err

@@ -1,0 +1,130 @@
+"""Every script in ``benchmarks/`` runs to the end in its quickest mode (``--smoke``).
+
+A crash in a benchmark (the README shows how to run them) would otherwise go unnoticed until
+someone runs it for real. Comparisons with optional peers (bitbully, pgx, OpenSpiel, kaggle)
+are skipped by the scripts themselves when the peers are missing.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+PONS = ROOT.parent / "shared" / "data" / "pons"
+SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
+#: Extra arguments, and the modules a script cannot run without.
+EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)]}
+NEEDS = {
+    "train_speed.py": ["torch", "sb3_contrib"],
+    "train_speed_release.py": ["torch", "sb3_contrib"],
+    "bench_serve.py": ["flask"],
+}
+
+
+def script_env() -> dict[str, str]:
+    """The environment of a benchmark subprocess: this checkout first on ``PYTHONPATH``."""
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+
+
+def test_every_script_is_covered() -> None:
+    assert "bench_solver.py" in SCRIPTS
+    assert len(SCRIPTS) >= 5
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_benchmark_runs_in_smoke_mode(script: str) -> None:
+    for module in NEEDS.get(script, []):
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    if script == "bench_solver.py" and not PONS.is_dir():
+        pytest.skip(f"no Pons benchmark files at {PONS}")
+    env = script_env()
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke", *EXTRA.get(script, [])],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, (
+        f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    )
+    assert result.stdout.strip(), f"{script} printed nothing"
+
+
+@pytest.mark.parametrize("script", ["train_speed.py", "train_speed_release.py"])
+def test_training_speed_is_measured_with_the_network_asked_for(script: str) -> None:
+    for module in NEEDS[script]:
+        if importlib.util.find_spec(module) is None:
+            pytest.skip(f"{module} is not installed")
+    env = script_env()
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / script), "--smoke", "--blocks", "2"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "4 channels, 2 block(s)" in result.stdout  # the smoke run's channels, the blocks asked
+
+
+def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
+    out = tmp_path / "agent.json"
+    env = script_env()
+    command = [sys.executable, str(BENCHMARKS / "bench_agent.py"), "onestep", "--smoke"]
+    result = subprocess.run(
+        [*command, "--repeats", "3", "--seed", "5", "--json", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    match = json.loads(out.read_text())["onestep"]["minimax4"]
+    assert len(match["scores"]) == 3
+    assert match["seeds"] == [5, 6, 7]
+    assert match["scores"] == [m["score"] for m in match["matches"]]
+    assert match["games"] == sum(m["games"] for m in match["matches"]) == 6
+    assert match["score"] == pytest.approx(sum(match["scores"]) / 3)
+    # the agent's thinking time in those games: a move-weighted mean of each match's
+    per_match = [m["ms_per_move_a"] for m in match["matches"]]
+    assert 0 < min(per_match) * 0.999 <= match["ms_per_move"] <= max(per_match) * 1.001
+    agent = json.loads(out.read_text())["onestep"]
+    assert len(agent["ms_per_move_passes"]) == 1  # one pass in smoke mode; the median of it
+    assert agent["ms_per_move"] == agent["ms_per_move_passes"][0]
+    refused = subprocess.run(
+        [*command, "--repeats", "0"], cwd=ROOT, env=env, capture_output=True, text=True
+    )
+    assert refused.returncode == 2
+    assert "--repeats must be >= 1" in refused.stderr
+    assert "Traceback" not in refused.stderr
+
+
+def test_the_release_comparison_keeps_the_callers_python_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The checkout goes first on ``PYTHONPATH`` without dropping what was there (packages
+    installed with ``pip --target`` and found only through it)."""
+    spec = importlib.util.spec_from_file_location("release", BENCHMARKS / "train_speed_release.py")
+    release = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(release)
+    seen: dict[str, str] = {}
+
+    def run(args: list[str], **options: object) -> subprocess.CompletedProcess:
+        seen.update(options["env"])
+        return subprocess.CompletedProcess(args, 0, stdout='{"steps_per_second": 1.0}\n')
+
+    monkeypatch.setattr(release.subprocess, "run", run)
+    monkeypatch.setenv("PYTHONPATH", "/elsewhere")
+    assert release.measure(Path("/checkout"), "random", 1, True, (4, 1))["steps_per_second"] == 1
+    assert seen["PYTHONPATH"].split(os.pathsep) == ["/checkout", "/elsewhere"]
+    monkeypatch.delenv("PYTHONPATH")
+    release.measure(Path("/checkout"), "random", 1, True, (4, 1))
+    assert seen["PYTHONPATH"] == "/checkout"

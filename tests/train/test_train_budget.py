@@ -1,0 +1,208 @@
+"""train.budget: one bound for the whole run. The plan of the supervised passes, a teacher sized
+to the run's steps, progress lines with the time left, and ``--max-minutes`` stopping a tiny run
+in each phase, then the same command (or ``--resume``) going on to a finished run."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("sb3_contrib")
+
+from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
+from train.budget import (
+    TEACHER_SHARE,
+    Budget,
+    EtaLog,
+    plan_teaching,
+    sized_teacher_fraction,
+)
+from train.config import TrainConfig, preset_config
+from train.report import DIGEST_KEY, check_report, weights_digest, write_report
+from train.state import RunState, SessionClock
+from train.teacher_phase import sized_teacher
+from train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
+
+
+def test_all_passes_are_planned_when_they_fit() -> None:
+    plan = plan_teaching(10, 2560, 256, 0.1, allowed=60)
+    assert (plan.epochs, plan.positions, plan.note) == (10, 2560, None)
+    assert plan.seconds == pytest.approx(10.0)
+
+
+def test_passes_are_cut_before_positions() -> None:
+    plan = plan_teaching(10, 2560, 256, 0.1, allowed=4.5)  # one pass: 1 s
+    assert (plan.epochs, plan.positions) == (4, 2560)
+    assert plan.note is not None
+    assert "4 of 10 passes" in plan.note
+    plan = plan_teaching(10, 2560, 256, 0.1, allowed=0.35)  # not one whole pass
+    assert (plan.epochs, plan.positions) == (1, 3 * 256)
+    assert plan.note is not None
+    assert "one pass over 768 of 2,560 positions" in plan.note
+    assert plan_teaching(10, 2560, 256, 0.1, allowed=0).positions == 256  # one batch at least
+
+
+def test_the_teacher_is_sized_to_the_steps() -> None:
+    assert sized_teacher_fraction(1_000_000, 4, 10, 80_000) == 1.0
+    assert sized_teacher_fraction(4096, 4, 10, 80_000) == pytest.approx(4096 * 4 / 800_000)
+
+
+def test_the_default_run_and_the_presets_keep_their_whole_teacher() -> None:
+    assert sized_teacher(TrainConfig()) == (1.0, None)
+    for name in ("default", "strong"):
+        assert sized_teacher(preset_config(name)) == (1.0, None)
+
+
+def test_a_short_run_gets_a_share_of_the_teacher_and_says_how_to_get_all() -> None:
+    fraction, note = sized_teacher(TrainConfig(timesteps=40_000))
+    assert fraction == pytest.approx(40_000 * 4 / (10 * 80_052), rel=0.01)
+    assert note is not None
+    assert "--no-scale-teacher" in note
+    fraction, note = sized_teacher(TrainConfig(timesteps=4096))  # 1,638 positions: skipped
+    assert fraction == 0
+    assert note is not None
+    assert note.startswith("teacher skipped:")
+    assert "\n" not in note
+    assert "--no-scale-teacher" in note
+    assert sized_teacher(TrainConfig(timesteps=4096, scale_teacher=False)) == (1.0, None)
+    assert sized_teacher(TrainConfig(teacher_positions=0)) == (0.0, None)
+
+
+def test_the_budget_keeps_the_panel_and_ppo_shares() -> None:
+    clock = SessionClock(RunState())
+    budget = Budget.from_minutes(clock, 30)
+    budget.panel_seconds = 60
+    assert budget.ppo_deadline() == 30 * 60 - 60
+    assert budget.teacher_share() == pytest.approx(TEACHER_SHARE * (30 * 60 - 60))
+    assert "budget 30.0 min" in budget.describe("~9 min", "~0")
+    clock.start -= 10_000  # far past its share: teaching still gets a floor
+    assert budget.over()
+    assert budget.teaching_allowed() > 0
+    unbounded = Budget.from_minutes(SessionClock(RunState()), 0)
+    assert not unbounded.bounded
+    assert unbounded.ppo_deadline() == math.inf
+    assert not unbounded.over()
+
+
+def test_progress_lines_carry_the_time_left() -> None:
+    now = [0.0]
+    lines: list[str] = []
+    eta = EtaLog(lines.append, total=100, clock=lambda: now[0], every=30)
+    for done in range(1, 101):
+        now[0] = done * 0.5  # 2 units a second
+        eta.update(done, lambda left, d=done: f"{d}/100, {left}")
+    assert len(lines) == 10  # one each tenth
+    assert lines[0] == "10/100, ~45 s left"
+    assert lines[-1] == "100/100, done"
+    slow: list[str] = []
+    eta = EtaLog(slow.append, total=1000, clock=lambda: now[0], every=30)
+    now[0] += 31
+    eta.update(1, lambda left: left)  # no tenth yet, but 30 s passed
+    assert slow == ["~516.1 min left"]  # 999 units at one per 31 s
+
+
+def small_board(out: Path, **changes: object) -> TrainConfig:
+    """A tiny run on 4x5 that labels 500 positions of its own (two chunks) in one process."""
+    board = {"rows": 4, "columns": 5, "inarow": 3, "teacher_workers": 1}
+    teacher = {"teacher_positions": 500, "teacher_epochs": 2, "teacher_replay": 1}
+    return tiny(out, **board, **teacher, **changes)
+
+
+def over_after(monkeypatch: pytest.MonkeyPatch, calls: int) -> None:
+    """The budget reports its bound reached from its ``calls``-th look on."""
+    seen = [0]
+
+    def over(self: Budget) -> bool:
+        seen[0] += 1
+        return seen[0] >= calls
+
+    monkeypatch.setattr(Budget, "over", over)
+
+
+def test_the_time_limit_in_labelling_keeps_the_chunks_and_the_same_command_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    config = small_board(out)
+    over_after(monkeypatch, 2)  # before the second chunk
+    with pytest.raises(RunInterruptedError, match=r"time limit.*while labelling") as stop:
+        train(config, log=quiet)
+    assert stop.value.exit_status == EXIT_TIME_LIMIT
+    assert len(list((out / "teacher").glob("chunk*.npz"))) == 1
+    assert not (out / "teacher.npz").exists()
+    monkeypatch.undo()
+    lines: list[str] = []
+    report = train(dataclasses.replace(config, resume=True), log=lines.append)
+    assert any("no checkpoint yet" in line for line in lines)
+    assert lines[0].startswith("this run labels 250 teacher positions itself")  # said first
+    assert report["timesteps"] >= config.timesteps
+    for name in FINAL_FILES:
+        assert (out / name).is_file(), name
+
+
+def test_the_time_limit_in_teaching_keeps_the_passes_and_the_same_command_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "run"
+    config = small_board(out)
+    train(dataclasses.replace(config, out=str(tmp_path / "whole")), log=quiet)
+    out.mkdir()
+    (out / "teacher.npz").write_bytes((tmp_path / "whole" / "teacher.npz").read_bytes())
+    stopped = [False]
+
+    def log(line: str) -> None:
+        stopped[0] = stopped[0] or line.startswith("teacher epoch 1/")
+
+    monkeypatch.setattr(Budget, "over", lambda self: stopped[0])
+    with pytest.raises(RunInterruptedError, match=r"time limit.*while teaching") as stop:
+        train(config, log=log)
+    assert stop.value.exit_status == EXIT_TIME_LIMIT
+    assert (out / "teacher_progress.pt").is_file()
+    monkeypatch.undo()
+    lines: list[str] = []
+    train(config, log=lines.append)
+    assert any(line.startswith("going on from teacher epoch 1/2") for line in lines)
+    assert (out / "final.npz").is_file()
+    assert not (out / "teacher_progress.pt").exists()
+
+
+def test_the_time_limit_in_ppo_leaves_the_panel_its_time_and_resume_finishes(
+    tmp_path: Path,
+) -> None:
+    out = tmp_path / "run"
+    lines: list[str] = []
+    report = train(tiny(out, max_minutes=0.001), log=lines.append)
+    assert any(line.startswith("budget 0.0 min:") for line in lines)
+    assert report["stopped_by_time_limit"]
+    assert report["timesteps"] < 384
+    for name in FINAL_FILES:  # the final panel was played in spite of the bound
+        assert (out / name).is_file(), name
+    finished = train(tiny(out, resume=True, max_minutes=0), log=quiet)
+    assert finished["timesteps"] >= 384
+    assert not finished["stopped_by_time_limit"]
+
+
+def test_the_report_carries_the_digest_of_final_npz(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    report = train(tiny(out), log=quiet)
+    assert report[DIGEST_KEY] == weights_digest(out / "final.npz")
+    assert json.loads((out / "report.json").read_text())[DIGEST_KEY] == report[DIGEST_KEY]
+    assert check_report(out, quiet)
+    # other weights beside the report: found, and a report is never written for them
+    with np.load(out / "final.npz") as archive:
+        arrays = {name: archive[name] for name in archive.files}
+    first = next(name for name, array in arrays.items() if array.dtype.kind == "f")
+    arrays[first] = arrays[first] + 1
+    np.savez(out / "final.npz", **arrays)
+    lines: list[str] = []
+    assert not check_report(out, lines.append)
+    assert "does not describe the weights" in lines[0]
+    with pytest.raises(ValueError, match="does not describe the weights"):
+        write_report(report, out)
+    resumed = train(tiny(out, resume=True), log=quiet)  # --resume writes a report that does
+    assert resumed[DIGEST_KEY] == weights_digest(out / "final.npz")

@@ -1,0 +1,215 @@
+"""`connectx train` end to end: a short run through the CLI, Ctrl-C or SIGTERM and --resume, the
+model as an opponent spec everywhere."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import gymnasium as gym
+import numpy as np
+import pytest
+
+from tests.support.child_signals import default_signal_dispositions
+
+pytest.importorskip("sb3_contrib")
+
+from connectx_gym.files import load_weights
+from connectx_gym.match import play_match
+from connectx_gym.tournament import run_tournament
+
+SMALL = [
+    "--n-envs",
+    "2",
+    "--n-steps",
+    "128",
+    "--batch-size",
+    "128",
+    "--n-epochs",
+    "2",
+    "--channels",
+    "8",
+    "--features-dim",
+    "32",
+    "--curriculum",
+    "random",
+    "onestep~0.5",
+    "--advance-window",
+    "20",
+    "--advance-threshold",
+    "0.3",
+    "--panel",
+    "random",
+    "onestep",
+    "--eval-every",
+    "1024",
+    "--eval-games",
+    "4",
+    "--final-games",
+    "6",
+    "--checkpoint-every",
+    "512",
+    "--snapshot-every",
+    "512",
+    "--no-progress-bar",
+    "--seed",
+    "3",
+    "--teacher-positions",
+    "0",
+]
+
+
+def connectx(*argv: str, **kwargs: object) -> subprocess.Popen:
+    code = "import sys; from connectx_gym.cli import main; sys.exit(main(sys.argv[1:]))"
+    return subprocess.Popen(
+        [sys.executable, "-c", code, *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_signal_dispositions,
+        **kwargs,
+    )
+
+
+def interrupt_run(out: Path, number: signal.Signals) -> int:
+    """Start a long run, send it ``number`` once a checkpoint exists; returns the saved step."""
+    process = connectx("train", "--timesteps", "200000", "--out", str(out), *SMALL)
+    deadline = time.monotonic() + 180
+    while not (out / "state.json").exists():
+        assert process.poll() is None, process.communicate()[1]
+        assert time.monotonic() < deadline, "no checkpoint written"
+        time.sleep(0.2)
+    os.kill(process.pid, number)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode == 130, stderr
+    assert "--resume" in stderr
+    assert "Traceback" not in stderr
+    interrupted = json.loads((out / "state.json").read_text())["timesteps"]
+    assert 0 < interrupted < 200000
+    assert not (out / "final.zip").exists()
+    return interrupted
+
+
+@pytest.fixture(scope="module")
+def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("run") / "ppo"
+    process = connectx(
+        "train", "--timesteps", "3000", "--out", str(out), "--average-weights", "3", *SMALL
+    )
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert "Traceback" not in stderr
+    assert "score" in stdout
+    return out
+
+
+def test_run_writes_everything(finished_run: Path) -> None:
+    out = finished_run
+    for name in (
+        "config.json",
+        "checkpoint.zip",
+        "state.json",
+        "final.zip",
+        "final.npz",
+        "report.md",
+        "report.json",
+        "learning_curves.png",
+    ):
+        assert (out / name).is_file(), name
+    assert not list(out.glob("*.tmp*"))
+    report = json.loads((out / "report.json").read_text())
+    assert report["timesteps"] >= 3000
+    assert set(report["panel"]) == {"random", "onestep"}
+    for result in report["panel"].values():
+        assert result["games"] == 6
+        assert result["ci95"][0] <= result["score"] <= result["ci95"][1] + 1e-12
+    assert report["curriculum"][0]["opponents"] == ["random"]
+    assert 0 <= report["timing"]["opponent_share_of_wall"] < 1
+    assert report["evaluations"]
+    assert report["train_curve"]
+    assert list(out.glob("snapshots/step_*.npz"))
+    assert [p.name for p in (out / "tb").iterdir()] == ["ppo_1"]
+    assert "| random |" in (out / "report.md").read_text()
+
+
+@pytest.mark.filterwarnings("ignore:loading an SB3 .zip model")  # our own run's model
+def test_play_weights_are_the_mean_of_the_last_weights_and_two_snapshots(
+    finished_run: Path,
+) -> None:
+    from train.averaging import averaged_weights
+    from train.sb3_files import weights_from_sb3
+
+    report = json.loads((finished_run / "report.json").read_text())
+    # 3,072 steps (12 rollouts of 256), a snapshot every 512: the last one, 3,072, is the last
+    # weights themselves; the two before it are averaged with them
+    assert report["timesteps"] == 3072
+    assert report["averaged_snapshots"] == [2560, 2048]
+    snapshots = [finished_run / f"snapshots/step_{step:09d}.npz" for step in (2560, 2048)]
+    last = weights_from_sb3(finished_run / "final.zip")
+    expected = averaged_weights(last, snapshots)
+    played = load_weights(finished_run / "final.npz")
+    assert all(np.array_equal(played.params[n], expected.params[n]) for n in expected.params)
+    assert not np.array_equal(played.params["stem.weight"], last.params["stem.weight"])
+    assert "snapshots of steps 2,560, 2,048" in (finished_run / "report.md").read_text()
+
+
+def test_model_is_an_opponent_spec_everywhere(finished_run: Path) -> None:
+    npz = str(finished_run / "final.npz")
+    env = gym.make("connectx_gym:ConnectX-v0", opponent=npz)
+    _, info = env.reset(seed=0)
+    done = False
+    while not done:
+        action = int(np.flatnonzero(info["action_mask"])[0])
+        _, _, done, _, info = env.step(action)
+    result = play_match(npz, "random", games=4, seed=0)
+    assert result.games == 4
+    assert result.illegal_a == 0
+    with pytest.warns(UserWarning, match="unpickles"):
+        zipped = play_match(str(finished_run / "final.zip"), npz, games=2, seed=0)
+    assert zipped.illegal_a == zipped.illegal_b == 0
+    assert run_tournament([npz, "random"], games=2, bootstrap=10).players == [npz, "random"]
+
+
+def test_existing_run_is_not_overwritten(finished_run: Path) -> None:
+    process = connectx("train", "--timesteps", "1000", "--out", str(finished_run), *SMALL)
+    _, stderr = process.communicate(timeout=120)
+    assert process.returncode != 0
+    assert "already holds a run" in stderr
+    assert "Traceback" not in stderr
+
+
+def test_ctrl_c_saves_and_resume_continues_the_run(tmp_path: Path) -> None:
+    out = tmp_path / "ppo"
+    interrupted = interrupt_run(out, signal.SIGINT)
+
+    process = connectx(
+        "train",
+        "--resume",
+        "--out",
+        str(out),
+        "--timesteps",
+        str(interrupted + 1500),
+        "--no-progress-bar",
+    )
+    stdout, stderr = process.communicate(timeout=300)
+    assert process.returncode == 0, stderr
+    assert f"resuming {out} at step" in stdout
+    report = json.loads((out / "report.json").read_text())
+    assert interrupted + 1500 <= report["timesteps"] < interrupted + 1500 + 2 * 128 * 2
+    assert report["config"]["channels"] == 8  # the saved settings, not the defaults
+    assert [p.name for p in (out / "tb").iterdir()] == ["ppo_1"]  # one TensorBoard run
+
+
+def test_sigterm_saves_like_ctrl_c(tmp_path: Path) -> None:
+    """What schedulers and containers send before a kill."""
+    out = tmp_path / "ppo"
+    interrupted = interrupt_run(out, signal.SIGTERM)
+    state = json.loads((out / "state.json").read_text())
+    assert state["timesteps"] == interrupted
+    assert (out / "checkpoint.zip").is_file()
+    assert not list(out.glob("*.tmp*"))
