@@ -70,7 +70,7 @@ def restore_extras(
         return False
     before = torch.get_rng_state(), np.random.get_state()  # noqa: NPY002
     try:
-        extras: Any = torch.load(path, weights_only=True)
+        extras: Any = torch.load(path, weights_only=True, map_location="cpu")
         if extras["timesteps"] == timesteps:
             saved = extras["numpy_rng"]
             numpy_state = (

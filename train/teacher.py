@@ -77,6 +77,12 @@ class TeacherTensors:
     def __len__(self) -> int:
         return len(self.values)
 
+    def to(self, device: torch.device) -> TeacherTensors:
+        """These positions on ``device`` (``self`` where they are there already)."""
+        if self.values.device == torch.device(device):
+            return self
+        return TeacherTensors(*(tensor.to(device) for tensor in dataclasses.astuple(self)))
+
 
 def teacher_tensors(teacher: TeacherSet) -> TeacherTensors:
     """The observations and targets of every position of ``teacher``."""
@@ -104,7 +110,9 @@ def policy_outputs(policy: torch.nn.Module, observations: torch.Tensor) -> tuple
 def batch_losses(
     policy: torch.nn.Module, data: TeacherTensors, index: torch.Tensor, mirror: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked."""
+    """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked
+    (``index`` may be on the CPU while ``data`` is on a GPU)."""
+    index = index.to(data.values.device)
     observations, masks, good = data.observations[index], data.masks[index], data.good[index]
     if mirror:
         observations, masks, good = observations.flip(-1), masks.flip(-1), good.flip(-1)
@@ -130,7 +138,8 @@ def pretrain_policy(
 ) -> dict[str, float]:
     """Train ``policy`` on ``data`` for ``epochs`` passes (Adam, cosine-decayed rate); returns
     the last epoch's mean losses and ``earlier_seconds``, the wall seconds of passes made by
-    earlier calls.
+    earlier calls. The passes run on the policy's device (the positions go there, the shuffling
+    stays on the CPU's generator).
 
     With ``progress`` (a file path), the state after each pass is saved there (atomically), and a
     call whose arguments, data and ``settings`` (anything else that shapes the network, as
@@ -160,22 +169,24 @@ def pretrain_policy(
             log(f"going on from teacher epoch {done}/{epochs} saved in {progress}")
     started = time.perf_counter()
     policy.set_training_mode(True)
+    on_device = data.to(policy.device)
     for epoch in range(done, epochs):
         order = torch.randperm(len(data), generator=generator)
         flips = torch.rand(len(order) // batch_size + 1, generator=generator) < 0.5
-        totals = np.zeros(2)
+        # summed where the losses are, read once per pass (not a GPU wait per minibatch)
+        totals = torch.zeros(2, dtype=torch.float64, device=policy.device)
         batches = 0
         for start in range(0, len(order) - batch_size + 1, batch_size):
             index = order[start : start + batch_size]
-            actor, critic = batch_losses(policy, data, index, bool(flips[batches]))
+            actor, critic = batch_losses(policy, on_device, index, bool(flips[batches]))
             optimizer.zero_grad()
             (actor + value_weight * critic).backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             optimizer.step()
             schedule.step()
-            totals += (actor.item(), critic.item())
+            totals += torch.stack([actor.detach(), critic.detach()]).double()
             batches += 1
-        actor_loss, critic_loss = (float(mean) for mean in totals / max(batches, 1))
+        actor_loss, critic_loss = (float(mean) for mean in totals.cpu() / max(batches, 1))
         summary = {"epoch": epoch + 1, "actor_loss": actor_loss, "critic_loss": critic_loss}
         log(f"teacher epoch {epoch + 1}/{epochs}: actor {actor_loss:.4f}, critic {critic_loss:.4f}")
         if progress is not None:
@@ -202,7 +213,7 @@ def _digest(data: TeacherTensors) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for tensor in dataclasses.astuple(data):
         digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.contiguous().numpy().tobytes())
+        digest.update(tensor.cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -217,7 +228,8 @@ def write_torch_atomically(path: Path, saved: dict[str, Any]) -> None:
 def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
     """The passes saved in ``path`` when they were made with ``key``; otherwise ``None``, logged."""
     try:
-        saved = torch.load(path, weights_only=True)
+        # onto the CPU: passes saved on a GPU go on on any device (load_state_dict moves them)
+        saved = torch.load(path, weights_only=True, map_location="cpu")
         same = isinstance(saved, dict) and saved.get("key") == key
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
         reason = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
@@ -341,6 +353,7 @@ class TeacherReplayCallback(BaseCallback):
 
     def _on_rollout_end(self) -> None:
         policy = self.model.policy
+        self.data = self.data.to(policy.device)  # once: the positions stay there
         if self.optimizer is None:
             self.optimizer = torch.optim.Adam(policy.parameters())
             if self._saved_optimizer is not None:

@@ -48,9 +48,9 @@ from connectx_gym.registry import make_policy
 from train.callbacks import WallSplitCallback, run_callbacks
 from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
+from train.devices import choose_precision, describe_device, resolve_device, use_bf16
 from train.finish import finish
 from train.model import load_model, new_model, save_model
-from train.networks import use_bf16
 from train.opponents import close_env, collect_timing, make_vec_env
 from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
 from train.state import RunState, SessionClock
@@ -165,6 +165,12 @@ def busy_machine_hint(torch_threads: int) -> str | None:
 
 def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     config.validate()
+    device = resolve_device(config.device)  # --device cuda without a GPU: fails before any work
+    precision = choose_precision(config.precision, device)
+    log(
+        f"device: {describe_device(device)}; network products in {precision.number_format} "
+        f"({precision.reason})"
+    )
     hint = busy_machine_hint(config.torch_threads)
     if hint:
         log(hint)
@@ -192,6 +198,7 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     teacher_started = time.perf_counter()
     try:
         teacher = load_teacher(config, out, log) if config.teacher_positions else None
+        labelled = time.perf_counter()
     except KeyboardInterrupt:
         raise RunInterruptedError(
             out,
@@ -201,9 +208,9 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
         ) from None
     env = make_vec_env(config)
     if config.resume:
-        model = load_model(out / "checkpoint.zip", env, out)
+        model = load_model(out / "checkpoint.zip", env, out, device)
         # the number format is this machine's (--precision auto may resolve otherwise here)
-        model.policy.features_extractor.bf16 = use_bf16(config.precision)
+        model.policy.features_extractor.bf16 = use_bf16(config.precision, device)
         log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
     else:
         model = new_model(config, env, out)
@@ -246,8 +253,9 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
         # passes made by an earlier, interrupted command count in the run's wall time
         clock.earlier += taught["earlier_seconds"]
         state.teacher_seconds += taught["earlier_seconds"]
+    taught_at = time.perf_counter()
     if teacher is not None:
-        state.teacher_seconds += time.perf_counter() - teacher_started
+        state.teacher_seconds += taught_at - teacher_started
         if not config.resume:
             save_checkpoint()  # --resume goes on from the taught network
             (out / TEACHER_PROGRESS_FILE).unlink(missing_ok=True)  # the checkpoint holds it now
@@ -274,6 +282,8 @@ def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
                 timing = collect_timing(env)
                 timing["rollout_seconds"] = wall_split.rollout_seconds
                 timing["update_seconds"] = wall_split.update_seconds
+                timing["labelling_seconds"] = labelled - teacher_started
+                timing["teaching_seconds"] = taught_at - labelled
             finally:
                 close_env(env)
             save_checkpoint()
@@ -289,6 +299,7 @@ def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     goes, its time limit, threads and processes, progress display) and the averaging at its end,
     so a rerun with another ``--max-minutes`` still goes on from the saved supervised passes."""
     left_out = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
+    left_out.add("device")  # per session too: passes saved on a GPU go on on a CPU
     left_out.add("average_weights")  # applies after training, not to the taught network
     return {k: v for k, v in config.to_json().items() if k not in left_out}
 
