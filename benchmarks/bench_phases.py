@@ -88,7 +88,7 @@ def describe_run(report: dict[str, Any], train_args: list[str], seconds: float) 
     return (
         f"connectx train {' '.join(train_args)}".rstrip()
         + f"\ndevice {report.get('device', 'cpu')}; products in {number_format} ({reason}); "
-        f"{report['timesteps']:,} steps; the command took {seconds:.1f} s (with its imports)"
+        f"{report['timesteps']:,} steps; {seconds:.1f} s in all"
     )
 
 

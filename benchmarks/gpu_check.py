@@ -6,8 +6,9 @@
    256) over ``--positions`` positions on the GPU (float32 and bfloat16) and on the CPU (float32,
    torch's threads), after a short warm-up pass on each. The positions are random boards with
    random labels: the pass's work does not depend on them.
-3. The phases of the default run on the GPU (:mod:`bench_phases`); flags not known here go to
-   that run (for example ``--max-minutes 8`` or ``--timesteps 200000``).
+3. The phases of the default run on the GPU, in this process (:mod:`bench_phases`' table);
+   flags not known here go to that run (for example ``--max-minutes 8`` or ``--timesteps
+   200000``).
 
 It stops at once, with one line, when torch sees no GPU. ``--device cpu`` runs every part on the
 CPU instead (to check the script where there is no GPU); ``--smoke`` makes every part tiny.
@@ -25,11 +26,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
-from bench_phases import SMOKE, describe_run, phase_table, run_training
+from bench_phases import SMOKE, describe_run, phase_table
 
 from train.config import TrainConfig
 from train.devices import machine_summary, resolve_device
@@ -120,7 +121,7 @@ def time_supervised_pass(device: str, precision: str, positions: TeacherTensors)
         policy = new_model(config, env, Path(directory)).policy
     close_env(env)
     warm_up = type(positions)(
-        *(part[: 4 * TEACHER_BATCH] for part in dataclasses.astuple(positions))
+        *(part[: 2 * TEACHER_BATCH] for part in dataclasses.astuple(positions))
     )
     settings = {"batch_size": TEACHER_BATCH, "learning_rate": PRETRAIN_LEARNING_RATE, "seed": 0}
     pretrain_policy(policy, warm_up, epochs=1, log=quiet, **settings)
@@ -140,6 +141,28 @@ def time_supervised_passes(device: str, count: int) -> None:
         seconds = time_supervised_pass(where, precision, positions)
         threads = f", {torch.get_num_threads()} threads" if where == "cpu" else ""
         print(f"  {where} {precision}{threads}: {seconds:.2f} s")
+
+
+def run_config(train_args: list[str], out: Path) -> Any:
+    """The settings of ``connectx train train_args --out out`` (argparse's errors and exit)."""
+    from train.config import add_arguments, config_from_args
+
+    parser = argparse.ArgumentParser(prog="gpu_check.py (flags of connectx train)")
+    add_arguments(parser)
+    args = parser.parse_args([*train_args, "--out", str(out), "--no-progress-bar"])
+    try:
+        return config_from_args(args)
+    except ValueError as error:
+        parser.error(str(error))
+
+
+def run_default(config: Any) -> tuple[dict[str, Any], float]:
+    """Part 3: the run of ``config`` in this process (its log shown); its report and seconds."""
+    from train.trainer import train
+
+    started = time.perf_counter()
+    report = train(config)
+    return report, time.perf_counter() - started
 
 
 def main() -> None:
@@ -163,13 +186,15 @@ def main() -> None:
     if args.positions < TEACHER_BATCH:
         parser.error(f"--positions must be >= {TEACHER_BATCH}")
     print(machine_summary())
+    train_args = [*(SMOKE if args.smoke else []), *run_args, "--device", args.device]
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as directory:
+        config = run_config(train_args, Path(directory) / "default")  # bad flags: before part 1
         check_tiny_run(args.device, Path(directory))
-        time_supervised_passes(args.device, 4 * TEACHER_BATCH if args.smoke else args.positions)
+        time_supervised_passes(args.device, 2 * TEACHER_BATCH if args.smoke else args.positions)
         if args.skip_run:
             return
-        train_args = [*(SMOKE if args.smoke else []), *run_args, "--device", args.device]
-        report, seconds = run_training(train_args, Path(directory) / "default")
+        print(f"\nthe run: connectx train {' '.join(train_args)}")
+        report, seconds = run_default(config)
     print()
     print(describe_run(report, train_args, seconds))
     print()
