@@ -34,8 +34,8 @@ from threadpoolctl import threadpool_limits
 from connectx_gym.bitboard import Geometry
 from connectx_gym.weights import write_weights
 from train.config import TrainConfig
+from train.devices import use_bf16
 from train.model import model_weights, new_model
-from train.networks import use_bf16
 from train.opponents import collect_timing, make_vec_env
 
 #: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution

@@ -58,6 +58,8 @@ __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse
 VEC_ENVS = ("dummy", "subproc", "auto", "batched")
 #: the choices of ``--precision``
 PRECISIONS = ("auto", "bf16", "fp32")
+#: the choices of ``--device``
+DEVICES = ("auto", "cpu", "cuda")
 #: random stones before each training game when ``opening_plies`` is unset (capped by the board):
 #: 4 instead of 0 raised the mean against alphabeta at 50 ms over five seeds from 0.340 to 0.363
 #: and against minimax 4 from 0.911 to 0.923 (docs/experiments/bench_agent.md)
@@ -119,8 +121,17 @@ class TrainConfig:
         "compute gradients (PPO updates, teacher passes): 'fp32'; 'bf16' (bfloat16 products "
         "with float32 weights, optimizer and outputs: PPO updates about a third faster on CPUs "
         "with bfloat16 instructions, slower on others); 'auto': bf16 where the CPU has them "
-        "(AVX512-BF16 or AMX), else fp32. Rollouts, predict and evaluation stay float32",
+        "(AVX512-BF16 or AMX), else fp32, and fp32 on a GPU. Rollouts, predict and evaluation "
+        "stay float32",
         choices=PRECISIONS,
+    )
+    device: str = _field(
+        "auto",
+        "where the network computes (teacher passes, PPO updates, the rollouts' forward passes): "
+        "'cpu', 'cuda' (the first GPU) or 'auto' (the GPU when torch sees one, else the CPU); "
+        "opponents, self-play snapshots and labelling stay on the CPU. A resumed run may change "
+        "it",
+        choices=DEVICES,
     )
     # PPO
     n_steps: int = _field(64, "steps per env per rollout")
@@ -318,6 +329,8 @@ class TrainConfig:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        if self.device not in DEVICES:
+            raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.opening_plies is not None:
             check_opening_plies(self.opening_plies, self.geometry)
         if self.teacher_seed is not None and self.teacher_seed < 0:

@@ -18,6 +18,7 @@ from connectx_gym.files import save_weights
 from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
 from train.budget import EtaLog
 from train.config import TrainConfig
+from train.devices import choose_precision, describe_device
 from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
 from train.report import DIGEST_KEY, weights_digest, write_report
 from train.state import RunState, SessionClock
@@ -94,6 +95,9 @@ def finish(
         DIGEST_KEY: weights_digest(out / "final.npz"),
         "timesteps": int(model.num_timesteps),
         "bf16": bool(getattr(model.policy.features_extractor, "bf16", False)),
+        # this session's: a resumed run may change both
+        "device": describe_device(model.device),
+        "precision_reason": choose_precision(config.precision, model.device).reason,
         "stopped_by_time_limit": state.stopped_by_time,
         "wall_seconds": wall,
         "training_seconds": training_seconds,
@@ -138,6 +142,8 @@ def timing_summary(timing: dict[str, Any], wall: float, timesteps: int) -> dict[
         "rollout_seconds": rollout,
         "rollout_forward_seconds": max(rollout - timing["env_seconds"], 0.0),
         "update_seconds": timing.get("update_seconds", 0.0),
+        "labelling_seconds": timing.get("labelling_seconds", 0.0),
+        "teaching_seconds": timing.get("teaching_seconds", 0.0),
         "opponent_seconds": total,
         "opponent_share_of_wall": total / max(wall, 1e-9),
         "opponents": opponents,

@@ -16,7 +16,8 @@ from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
-from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers, use_bf16
+from train.devices import resolve_device, use_bf16
+from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
 from train.sb3_files import GEOMETRY_ATTRIBUTE
 from train.sb3_without_gym import without_gym
 from train.torch_files import load_error_reason
@@ -44,14 +45,15 @@ class LinearSchedule:
 
 def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
     """A fresh MaskablePPO with the network and PPO settings of ``config``, logging to
-    ``out/tb``."""
+    ``out/tb``, on ``config.device``."""
+    device = resolve_device(config.device)
     policy_kwargs = {
         "features_extractor_class": ConnectXCNN,
         "features_extractor_kwargs": {
             "channels": config.channels,
             "blocks": config.blocks,
             "features_dim": config.features_dim,
-            "bf16": use_bf16(config.precision),
+            "bf16": use_bf16(config.precision, device),
         },
         "net_arch": {"pi": [], "vf": list(config.vf_layers)},
         "activation_fn": torch.nn.ReLU,
@@ -74,7 +76,7 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
         policy_kwargs=policy_kwargs,
         tensorboard_log=str(out / "tb"),
         seed=config.seed,
-        device="cpu",
+        device=device,
         verbose=0,
     )
     # Saved in the model's zip: the Kaggle export reads the board size back from it.
@@ -82,11 +84,14 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
     return model
 
 
-def load_model(path: Path, env: VecEnv, out: Path) -> MaskablePPO:
+def load_model(
+    path: Path, env: VecEnv, out: Path, device: str | torch.device = "cpu"
+) -> MaskablePPO:
     """The checkpoint at ``path`` (SB3 zip, optimizer and step count included), on ``env``,
-    logging to ``out/tb`` (the same TensorBoard run goes on)."""
+    logging to ``out/tb`` (the same TensorBoard run goes on), on ``device`` whatever device
+    saved it."""
     try:
-        model = MaskablePPO.load(path, env=env, device="cpu")
+        model = MaskablePPO.load(path, env=env, device=device)
     except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
         reason = f"{type(error).__name__}: {load_error_reason(error)}"
         raise ValueError(f"{path}: not a loadable checkpoint ({reason})") from None

@@ -34,10 +34,8 @@ __all__ = [
     "ConnectXCNN",
     "ConnectXPolicy",
     "ResidualBlock",
-    "bf16_native",
     "landing_cells",
     "numpy_layers",
-    "use_bf16",
 ]
 
 #: Scale of the column-score layer at initialisation: the first policy is close to uniform.
@@ -97,7 +95,7 @@ class ConnectXCNN(BaseFeaturesExtractor):
         """
         if not (self.bf16 and torch.is_grad_enabled()):
             return self._features(observations)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
+        with torch.autocast(observations.device.type, dtype=torch.bfloat16):
             return self._features(observations).float()
 
     def _features(self, observations: torch.Tensor) -> torch.Tensor:
@@ -124,20 +122,6 @@ class ConnectXCNN(BaseFeaturesExtractor):
         weight = self.head.weight.view(-1, channels, rows, columns).permute(0, 2, 3, 1)
         flat = x.permute(0, 2, 3, 1).reshape(batch, -1)
         return nn.functional.linear(flat, weight.reshape(weight.shape[0], -1), self.head.bias)
-
-
-def bf16_native() -> bool:
-    """Whether this CPU has bfloat16 instructions that oneDNN uses (AVX512-BF16 or AMX)."""
-    try:
-        return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
-    except (AttributeError, RuntimeError):  # a torch build without oneDNN
-        return False
-
-
-def use_bf16(precision: str) -> bool:
-    """``--precision`` resolved on this machine: True for "bf16", and for "auto" where
-    :func:`bf16_native`."""
-    return precision == "bf16" or (precision == "auto" and bf16_native())
 
 
 class ConnectXPolicy(MaskableActorCriticPolicy):

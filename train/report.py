@@ -44,8 +44,9 @@ def markdown_report(report: dict[str, Any]) -> str:
         f"final panel {report['final_eval_seconds']:.0f} s",
         f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; {seed}; "
         f"{config['n_envs']} envs ({config['vec_env']}); network products in "
-        f"{'bfloat16' if report.get('bf16') else 'float32'} (--precision "
-        f"{config.get('precision', 'fp32')})",
+        f"{'bfloat16' if report.get('bf16') else 'float32'} "
+        f"({report.get('precision_reason', '--precision ' + config.get('precision', 'fp32'))})"
+        + (f" on {report['device']}" if "device" in report else ""),
         f"- curriculum reached stage {report['final_stage']}: "
         + " -> ".join(
             f"{'+'.join(h['opponents'])} @ {h['timestep']:,}" for h in report["curriculum"]

@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from stable_baselines3.common.callbacks import BaseCallback
 
 from baselines.teacher_book import BOOKS, load_book
 from baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_set
@@ -46,7 +45,6 @@ from train.torch_files import load_error_reason, write_torch_atomically
 __all__ = [
     "TEACHER_FILE",
     "TEACHER_PROGRESS_FILE",
-    "TeacherReplayCallback",
     "TeacherTensors",
     "concatenate",
     "load_teacher",
@@ -78,6 +76,12 @@ class TeacherTensors:
 
     def __len__(self) -> int:
         return len(self.values)
+
+    def to(self, device: torch.device) -> TeacherTensors:
+        """These positions on ``device`` (``self`` where they are there already)."""
+        if self.values.device == torch.device(device):
+            return self
+        return TeacherTensors(*(tensor.to(device) for tensor in dataclasses.astuple(self)))
 
 
 def move_planes(geometry: Geometry, moves: np.ndarray) -> np.ndarray:
@@ -133,7 +137,9 @@ def policy_outputs(policy: torch.nn.Module, observations: torch.Tensor) -> tuple
 def batch_losses(
     policy: torch.nn.Module, data: TeacherTensors, index: torch.Tensor, mirror: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
-    """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked."""
+    """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked
+    (``index`` may be on the CPU while ``data`` is on a GPU)."""
+    index = index.to(data.values.device)
     observations, masks, good = data.observations[index], data.masks[index], data.good[index]
     if mirror:
         observations, masks, good = observations.flip(-1), masks.flip(-1), good.flip(-1)
@@ -160,7 +166,8 @@ def pretrain_policy(
 ) -> dict[str, float]:
     """Train ``policy`` on ``data`` for ``epochs`` passes (Adam, cosine-decayed rate); returns
     the last epoch's mean losses and ``earlier_seconds``, the wall seconds of passes made by
-    earlier calls.
+    earlier calls. The passes run on the policy's device (the positions go there, the shuffling
+    stays on the CPU's generator).
 
     With ``progress`` (a file path), the state after each pass is saved there (atomically), and a
     call whose arguments, data and ``settings`` (anything else that shapes the network, as
@@ -210,10 +217,12 @@ def pretrain_policy(
     per_pass = len(data) // batch_size
     eta = EtaLog(log, epochs * per_pass, done * per_pass)
     policy.set_training_mode(True)
+    on_device = data.to(policy.device)
     for epoch in range(done, epochs):
         order = torch.randperm(len(data), generator=generator)
         flips = torch.rand(len(order) // batch_size + 1, generator=generator) < 0.5
-        totals = np.zeros(2)
+        # summed where the losses are, read once per pass (not a GPU wait per minibatch)
+        totals = torch.zeros(2, dtype=torch.float64, device=policy.device)
         batches = 0
         for start in range(0, len(order) - batch_size + 1, batch_size):
             if stop():
@@ -226,15 +235,15 @@ def pretrain_policy(
                 ),
             )
             index = order[start : start + batch_size]
-            actor, critic = batch_losses(policy, data, index, bool(flips[batches]))
+            actor, critic = batch_losses(policy, on_device, index, bool(flips[batches]))
             optimizer.zero_grad()
             (actor + value_weight * critic).backward()
             torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
             optimizer.step()
             schedule.step()
-            totals += (actor.item(), critic.item())
+            totals += torch.stack([actor.detach(), critic.detach()]).double()
             batches += 1
-        actor_loss, critic_loss = (float(mean) for mean in totals / max(batches, 1))
+        actor_loss, critic_loss = (float(mean) for mean in totals.cpu() / max(batches, 1))
         summary = {"epoch": epoch + 1, "actor_loss": actor_loss, "critic_loss": critic_loss}
         log(f"teacher epoch {epoch + 1}/{epochs}: actor {actor_loss:.4f}, critic {critic_loss:.4f}")
         if progress is not None:
@@ -292,7 +301,7 @@ def _digest(data: TeacherTensors) -> str:
     digest = hashlib.blake2b(digest_size=16)
     for tensor in dataclasses.astuple(data):
         digest.update(str(tuple(tensor.shape)).encode())
-        digest.update(tensor.contiguous().numpy().tobytes())
+        digest.update(tensor.cpu().contiguous().numpy().tobytes())
     return digest.hexdigest()
 
 
@@ -303,7 +312,8 @@ _PROGRESS_FIELDS = ("epoch", "summary", "seconds", "policy", "optimizer", "sched
 def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str, Any] | None:
     """The passes saved in ``path`` when they were made with ``key``; otherwise ``None``, logged."""
     try:
-        saved = torch.load(path, weights_only=True)
+        # onto the CPU: passes saved on a GPU go on on any device (load_state_dict moves them)
+        saved = torch.load(path, weights_only=True, map_location="cpu")
         same = isinstance(saved, dict) and saved.get("key") == key
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
         reason = load_error_reason(error)
@@ -445,56 +455,3 @@ def _book_part(
         note = f" (it holds fewer than the {wanted} asked for)"
     log(f"adding the {name} book ({part} positions of {stones}) {copies} times{note}")
     return book
-
-
-class TeacherReplayCallback(BaseCallback):
-    """After each rollout, ``batches`` supervised minibatches of teacher positions (their own
-    Adam, at PPO's current learning rate), so PPO's updates do not wash out what was taught.
-
-    :meth:`state_dict` is what a checkpoint keeps of it (``train.resume_extras``): Adam's moments
-    and where the index generator stands, so that a resumed run goes on with them rather than
-    with a fresh Adam, whose first steps move every weight by about the learning rate at once."""
-
-    def __init__(self, data: TeacherTensors, batches: int, seed: int) -> None:
-        super().__init__()
-        self.data, self.batches = data, batches
-        self.generator = torch.Generator().manual_seed(seed)
-        self.optimizer: torch.optim.Optimizer | None = None
-        self._saved_optimizer: dict[str, Any] | None = None  # loaded once the optimizer exists
-
-    def state_dict(self) -> dict[str, Any]:
-        """The generator's state and the optimizer's (``None`` before the first replay)."""
-        optimizer = self._saved_optimizer if self.optimizer is None else self.optimizer.state_dict()
-        return {"generator": self.generator.get_state(), "optimizer": optimizer}
-
-    def load_state_dict(self, saved: dict[str, Any]) -> None:
-        """Go on from :meth:`state_dict`'s ``saved`` (before the first rollout ends; a copy is
-        kept, since an optimizer's state dict holds its live tensors)."""
-        optimizer = copy.deepcopy(saved["optimizer"])  # both read before either is set
-        self.generator.set_state(saved["generator"])
-        self._saved_optimizer = optimizer
-
-    def _on_step(self) -> bool:
-        return True
-
-    def _on_rollout_end(self) -> None:
-        policy = self.model.policy
-        if self.optimizer is None:
-            self.optimizer = torch.optim.Adam(policy.parameters())
-            if self._saved_optimizer is not None:
-                self.optimizer.load_state_dict(self._saved_optimizer)
-        for group in self.optimizer.param_groups:
-            group["lr"] = policy.optimizer.param_groups[0]["lr"]
-        policy.set_training_mode(True)
-        total = 0.0
-        for _ in range(self.batches):
-            index = torch.randint(len(self.data), (TEACHER_BATCH,), generator=self.generator)
-            mirror = bool(torch.rand(1, generator=self.generator) < 0.5)
-            actor, critic = batch_losses(policy, self.data, index, mirror)
-            self.optimizer.zero_grad()
-            (actor + 0.5 * critic).backward()
-            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
-            self.optimizer.step()
-            total += actor.item()
-        policy.set_training_mode(False)
-        self.logger.record("teacher/actor_loss", total / max(self.batches, 1))

@@ -57,10 +57,10 @@ from train.budget import Budget, TimeLimitReachedError, minutes
 from train.callbacks import WallSplitCallback, run_callbacks
 from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
+from train.devices import choose_precision, describe_device, resolve_device, use_bf16
 from train.finish import finish
 from train.machine_load import busy_machine_hint
 from train.model import evaluate_panel, load_model, model_weights, new_model, save_model
-from train.networks import use_bf16
 from train.opponents import close_env, collect_timing, make_vec_env
 from train.report import check_report
 from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
@@ -70,7 +70,6 @@ from train.teacher import (
     PRETRAIN_LEARNING_RATE,
     TEACHER_BATCH,
     TEACHER_PROGRESS_FILE,
-    TeacherReplayCallback,
     TeacherTensors,
     load_teacher,
     pretrain_policy,
@@ -83,6 +82,7 @@ from train.teacher_phase import (
     sized_teacher,
     teaching_plan,
 )
+from train.teacher_replay import TeacherReplayCallback
 
 __all__ = ["RunInterruptedError", "prepare_out", "train"]
 
@@ -129,6 +129,9 @@ class Run:
     env: VecEnv
     model: MaskablePPO
     replay: TeacherReplayCallback | None = None
+    #: this session's labelling and teaching seconds (the report's phase times)
+    labelling_seconds: float = 0.0
+    teaching_seconds: float = 0.0
 
     def save_checkpoint(self) -> None:
         """The model, the run state and the extras, atomically, at the model's step."""
@@ -170,6 +173,12 @@ def _thread_pools(torch_threads: int) -> Iterator[None]:
 
 def _train(config: TrainConfig, log: Callable[[str], None]) -> dict[str, Any]:
     config.validate()
+    device = resolve_device(config.device)  # --device cuda without a GPU: fails before any work
+    precision = choose_precision(config.precision, device)
+    log(
+        f"device: {describe_device(device)}; network products in {precision.number_format} "
+        f"({precision.reason})"
+    )
     for spec in {s for m in (*config.opponent, *config.curriculum) for s, _ in parse_mixture(m)}:
         make_policy(spec)  # unknown names and bad parameters fail here, not in a worker
     for spec in config.panel:
@@ -229,11 +238,14 @@ def _start_run(
     env = make_vec_env(config)
     model = new_model(config, env, out)
     run = Run(config, out, state, clock, budget, curriculum, env, model)
+    run.labelling_seconds = labelling_seconds
     if teacher is not None and config.teacher_replay:
         run.replay = TeacherReplayCallback(teacher, config.teacher_replay, config.seed + 3)
     _estimate_panel(run)
     if teacher is not None:
+        teaching_started = clock.session_seconds()
         _teach(run, teacher, labelling_seconds, log)
+        run.teaching_seconds = clock.session_seconds() - teaching_started
     else:
         log(budget.describe("none", "none"))
     run.save_checkpoint()  # --resume goes on from the taught network
@@ -296,9 +308,10 @@ def _resume_run(config: TrainConfig, out: Path, started: float, log: Callable[[s
         if fraction > 0:
             teacher = load_teacher(config, out, log, fraction=fraction, stop=budget.over)
     env = make_vec_env(config)
-    model = load_model(out / "checkpoint.zip", env, out)
+    device = resolve_device(config.device)  # this session's: a run may go on on another device
+    model = load_model(out / "checkpoint.zip", env, out, device)
     # the number format is this machine's (--precision auto may resolve otherwise here)
-    model.policy.features_extractor.bf16 = use_bf16(config.precision)
+    model.policy.features_extractor.bf16 = use_bf16(config.precision, device)
     log(f"resuming {out} at step {model.num_timesteps} (stage {state.stage})")
     run = Run(config, out, state, clock, budget, curriculum, env, model)
     if teacher is not None:
@@ -338,6 +351,8 @@ def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
             timing = collect_timing(run.env)
             timing["rollout_seconds"] = wall_split.rollout_seconds
             timing["update_seconds"] = wall_split.update_seconds
+            timing["labelling_seconds"] = run.labelling_seconds
+            timing["teaching_seconds"] = run.teaching_seconds
         finally:
             close_env(run.env)
         run.save_checkpoint()
@@ -368,6 +383,7 @@ def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     goes, its time limit, threads and processes, progress display) and the averaging at its end,
     so a rerun with another ``--max-minutes`` still goes on from the saved supervised passes."""
     left_out = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
+    left_out.add("device")  # per session too: passes saved on a GPU go on on a CPU
     left_out.add("average_weights")  # applies after training, not to the taught network
     return {k: v for k, v in config.to_json().items() if k not in left_out}
 

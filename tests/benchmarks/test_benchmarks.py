@@ -21,11 +21,26 @@ BENCHMARKS = ROOT / "benchmarks"
 PONS = ROOT.parent / "shared" / "data" / "pons"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 #: Extra arguments, and the modules a script cannot run without.
-EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)]}
+EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)], "gpu_check.py": ["--device", "cpu"]}
 NEEDS = {
+    "bench_phases.py": ["torch", "sb3_contrib"],
+    "gpu_check.py": ["torch", "sb3_contrib"],
     "train_speed.py": ["torch", "sb3_contrib"],
     "train_speed_release.py": ["torch", "sb3_contrib"],
     "bench_serve.py": ["flask"],
+}
+#: Scripts that train (a tiny run, labelling included) need more than the others' two minutes.
+TIMEOUT = {"bench_phases.py": 300, "gpu_check.py": 600}
+#: What a script's smoke run must print, beyond something.
+PRINTS = {
+    "bench_phases.py": ["bfloat16", "GPU", "torch", "| labelling teacher positions |"],
+    "gpu_check.py": [
+        "tiny run: ",
+        "on cpu",
+        "resumed on cpu",
+        "one supervised pass",
+        "| final panel |",
+    ],
 }
 
 
@@ -56,12 +71,33 @@ def test_benchmark_runs_in_smoke_mode(script: str) -> None:
         env=env,
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=TIMEOUT.get(script, 120),
     )
     assert result.returncode == 0, (
         f"{script} failed:\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
     )
     assert result.stdout.strip(), f"{script} printed nothing"
+    for text in PRINTS.get(script, []):
+        assert text in result.stdout, f"{script} did not print {text!r}:\n{result.stdout[-2000:]}"
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None, reason="the GPU check needs torch to say no"
+)
+def test_the_gpu_check_stops_at_once_without_a_gpu() -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("this machine has a GPU")
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--smoke"],
+        cwd=ROOT, env=script_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr.startswith("gpu_check: torch ")
+    assert "sees no GPU: run this on a GPU machine" in result.stderr
+    assert result.stderr.count("\n") == 1
+    assert not result.stdout
 
 
 @pytest.mark.parametrize("script", ["train_speed.py", "train_speed_release.py"])

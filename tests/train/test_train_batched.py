@@ -27,10 +27,11 @@ from tests.train.test_train_smoke import SMALL
 from train import machine_load, trainer
 from train.batched import BatchedOpponentSlots, TimedBatchPolicy
 from train.config import TrainConfig
+from train.devices import bf16_native, use_bf16
 from train.model import new_model
-from train.networks import ConnectXCNN, bf16_native, use_bf16
+from train.networks import ConnectXCNN
 from train.opponents import collect_timing, make_vec_env, queue_opponents
-from train.teacher import TeacherReplayCallback
+from train.teacher_replay import TeacherReplayCallback
 from train.trainer import train
 
 

@@ -21,7 +21,8 @@ from connectx_gym.bitboard import Geometry
 from tests.train.test_teacher import small_model
 from tests.train.test_train_resume import arrays, tiny
 from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
-from train.teacher import TeacherReplayCallback, teacher_tensors
+from train.teacher import teacher_tensors
+from train.teacher_replay import TeacherReplayCallback
 from train.trainer import train
 
 SMALL = Geometry(4, 5, 3)
