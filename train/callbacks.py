@@ -7,7 +7,7 @@ stores), so a checkpoint saves the whole run whichever callback changed it:
   moves the curriculum on and logs training win rates;
 - :class:`SelfPlayCallback`: freezes the agent's weights into the self-play pool;
 - :class:`PanelEvalCallback`: plays the evaluation panel every ``eval_every`` steps;
-- :class:`CheckpointCallback`: saves a checkpoint every ``checkpoint_every`` steps;
+- :class:`PeriodicCheckpointCallback`: saves a checkpoint every ``checkpoint_every`` steps;
 - :class:`TimeLimitCallback`: stops training at ``--max-minutes`` and logs steps per second;
 - :class:`WallSplitCallback`: times rollouts and PPO updates for the report (added by the trainer,
   which reads it).
@@ -37,9 +37,9 @@ from train.opponents import queue_opponents
 from train.state import RunState, SessionClock
 
 __all__ = [
-    "CheckpointCallback",
     "CurriculumCallback",
     "PanelEvalCallback",
+    "PeriodicCheckpointCallback",
     "SelfPlayCallback",
     "TimeLimitCallback",
     "WallSplitCallback",
@@ -165,7 +165,7 @@ class PanelEvalCallback(BaseCallback):
         self.state.eval_seconds += time.perf_counter() - started
 
 
-class CheckpointCallback(BaseCallback):
+class PeriodicCheckpointCallback(BaseCallback):
     """Every ``every`` steps, calls ``save`` (the run's checkpoint: model and state)."""
 
     def __init__(self, state: RunState, every: int, save: Callable[[], None]) -> None:
@@ -282,7 +282,7 @@ def run_callbacks(
             CurriculumCallback(curriculum, state, announce),
             SelfPlayCallback(state, out, geometry, config.snapshot_every, config.pool_size),
             PanelEvalCallback(state, config, geometry),
-            CheckpointCallback(state, config.checkpoint_every, save_checkpoint),
+            PeriodicCheckpointCallback(state, config.checkpoint_every, save_checkpoint),
             TimeLimitCallback(state, clock, deadline, announce),
         ]
     )
