@@ -31,7 +31,7 @@ import numpy as np
 import connectx_gym
 from connectx_gym.bitboard import Board
 from connectx_gym.deadline import DeadlineExceededError, time_left
-from connectx_gym.policy import IllegalMoveError, Policy, validate_answer
+from connectx_gym.policy import AgentExitError, IllegalMoveError, Policy, validate_answer
 
 __all__ = ["AgentError", "ChildPolicy", "main"]
 
@@ -170,6 +170,8 @@ def _plain(value: Any) -> Any:
 def _one_line(error: BaseException) -> str:
     if isinstance(error, SystemExit):
         return f"the agent called sys.exit({error.code!r})"
+    if isinstance(error, AgentExitError):  # the loader's own line: it names the file
+        return " ".join(str(error).split())[:500]
     return f"{type(error).__name__}: {' '.join(str(error).split())}"[:500]
 
 
@@ -212,8 +214,9 @@ def main(argv: list[str]) -> int:
             send({"error": str(error), "illegal": True})
             continue
         except BaseException as error:  # an agent's sys.exit is answered too
-            send({"error": _one_line(error), "fatal": isinstance(error, SystemExit)})
-            if isinstance(error, SystemExit | KeyboardInterrupt):
+            exited = isinstance(error, SystemExit | AgentExitError)
+            send({"error": _one_line(error), "fatal": exited})
+            if exited or isinstance(error, KeyboardInterrupt):
                 return 1
             continue
         send({"column": int(column), "info": policy.last_info})
