@@ -3,7 +3,7 @@ the ``slow`` marker of whole folders.
 
 The folders mirror the packages (``connectx_gym/``, ``baselines/``, ``train/``) plus cross-cutting
 ones (``architecture/``, ``browser/``, ``docs/``, ``ray/``, ``benchmarks/``); helpers that tests
-import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray and browser tests.
+import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray, browser and benchmark-script tests.
 """
 
 from __future__ import annotations
@@ -38,8 +38,9 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-#: folders whose every test is ``slow``: they train networks, start Ray or drive a browser
-SLOW_FOLDERS = ("train", "ray", "browser")
+#: folders whose every test is ``slow``: they train networks, start Ray, drive a browser or run
+#: the benchmark scripts
+SLOW_FOLDERS = ("train", "ray", "browser", "benchmarks")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
