@@ -37,6 +37,9 @@ WATCH_SECONDS = 1.0
 def die_with_parent(parent: int) -> None:
     """Make this (worker) process end when process ``parent``, its parent, ends."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # a forked worker inherits the parent's Python handlers (a trainer's or Ray's SIGTERM handler
+    # would turn the pool's SIGTERM into an exception that the worker loop answers and survives)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if sys.platform.startswith("linux"):
         with contextlib.suppress(OSError, AttributeError):
             libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
@@ -81,6 +84,7 @@ def terminate(pool: ProcessPoolExecutor) -> None:
     for process in processes:
         with contextlib.suppress(OSError, ValueError, AssertionError):
             process.join(timeout=5)
+        with contextlib.suppress(OSError, ValueError, AssertionError):
             if process.is_alive():  # SIGTERM blocked or not yet delivered: no second chance
                 process.kill()
                 process.join(timeout=5)

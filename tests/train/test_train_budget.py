@@ -139,7 +139,8 @@ def test_the_time_limit_in_labelling_keeps_the_chunks_and_the_same_command_goes_
     lines: list[str] = []
     report = train(dataclasses.replace(config, resume=True), log=lines.append)
     assert any("no checkpoint yet" in line for line in lines)
-    assert lines[0].startswith("this run labels 250 teacher positions itself")  # said first
+    assert lines[0].startswith("device: cpu")  # the device and number format, then the note
+    assert lines[1].startswith("this run labels 250 teacher positions itself")  # before work
     assert report["timesteps"] >= config.timesteps
     for name in FINAL_FILES:
         assert (out / name).is_file(), name

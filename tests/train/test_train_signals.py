@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -146,6 +147,21 @@ def _sleep(seconds: float) -> float:
     return seconds
 
 
+@pytest.fixture(params=["default", "ignored"])
+def parent_sigterm(request: pytest.FixtureRequest) -> Iterator[None]:
+    """SIGTERM in the test process as it is, or ignored by a Python handler, as a trainer's or
+    Ray's handler may leave it: forked workers inherit it and must not keep it."""
+    if request.param == "default":
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, lambda number, frame: None)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+@pytest.mark.usefixtures("parent_sigterm")
 def test_a_pool_left_by_an_exception_ends_its_workers_at_once() -> None:
     started = time.monotonic()
     seen: dict[str, list] = {}

@@ -76,11 +76,20 @@ def connectx(*argv: str, **kwargs: object) -> subprocess.Popen:
     )
 
 
+def _checkpoint_step(state: Path) -> int:
+    """The step of the checkpoint at ``state`` (0 while there is none, or while it is written)."""
+    try:
+        return int(json.loads(state.read_text())["timesteps"])
+    except (OSError, ValueError, KeyError):
+        return 0
+
+
 def interrupt_run(out: Path, number: signal.Signals) -> int:
-    """Start a long run, send it ``number`` once a checkpoint exists; returns the saved step."""
+    """Start a long run, send it ``number`` once a PPO checkpoint exists (not only the one
+    written before PPO's first step); returns the saved step."""
     process = connectx("train", "--timesteps", "200000", "--out", str(out), *SMALL)
     deadline = time.monotonic() + 180
-    while not (out / "state.json").exists():
+    while not _checkpoint_step(out / "state.json"):
         assert process.poll() is None, process.communicate()[1]
         assert time.monotonic() < deadline, "no checkpoint written"
         time.sleep(0.2)
