@@ -3,7 +3,8 @@ the ``slow`` marker of whole folders.
 
 The folders mirror the packages (``connectx_gym/``, ``baselines/``, ``train/``) plus cross-cutting
 ones (``architecture/``, ``browser/``, ``docs/``, ``ray/``, ``benchmarks/``); helpers that tests
-import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray, browser and benchmark-script tests.
+import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray, browser and
+benchmark-script tests.
 """
 
 from __future__ import annotations
