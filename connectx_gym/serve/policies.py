@@ -73,10 +73,17 @@ class SpecError(ValueError):
 
 
 def list_models(models: Path | None) -> list[str]:
-    """Saved agents under ``models``, as the relative paths a request names them by."""
+    """Saved agents under ``models``, as the relative paths a request names them by: only those
+    a request may load (a symbolic link that leads out of ``models`` is left out, as
+    :func:`_model_path` refuses it)."""
     if models is None or not models.is_dir():
         return []
-    found = [p for p in models.rglob("*") if p.is_file() and p.suffix.lower() in SERVED_SUFFIXES]
+    root = models.resolve()
+    found = [
+        p
+        for p in models.rglob("*")
+        if p.is_file() and p.suffix.lower() in SERVED_SUFFIXES and p.resolve().is_relative_to(root)
+    ]
     return sorted(p.relative_to(models).as_posix() for p in found)[:500]
 
 

@@ -121,7 +121,7 @@ def read_position(body: Any, need_mark: bool = False) -> Board:
     if wrong is not None:  # before numpy: 10**30 does not fit its integers
         raise ApiError(f"board cells must be 0, 1 or 2, got {shown(wrong)}")
     mark = body.get("mark")
-    if mark is not None and (isinstance(mark, bool) or mark not in (1, 2)):
+    if mark is not None and (type(mark) is not int or mark not in (1, 2)):  # 2.0 and True too
         raise ApiError(f"mark must be 1 or 2, got {shown(mark)}")
     config = Struct(rows=rows, columns=columns, inarow=inarow)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from pathlib import Path
 
@@ -182,6 +183,7 @@ BAD_REQUESTS = [
     ({"board": [0] * 42, "mark": 3}, "mark must be 1 or 2"),
     ({"board": [0] * 42, "mark": "1"}, "mark must be 1 or 2"),
     ({"board": [0] * 42, "mark": True}, "mark must be 1 or 2"),
+    ({"board": [0] * 42, "mark": 2.0}, "mark must be 1 or 2"),
     ({"board": [0] * 42, "mark": 2}, "not the player to move"),
     ({"board": [0] * 42, "rows": 100}, "between 1 and 24"),
     ({"board": [0] * 42, "rows": "6"}, "whole number"),
@@ -285,6 +287,8 @@ def test_symlinks_out_of_the_models_directory_are_refused(client, models: Path) 
     (models / "link.py").symlink_to(models.parent / "outside.py")
     answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": "link.py"})
     assert answer.status_code == 403
+    listed = client.get("/api/policies").get_json()
+    assert "link.py" not in json.dumps(listed)  # not offered either
 
 
 def test_a_slow_policy_is_cut_off_and_the_server_recovers(models: Path) -> None:
