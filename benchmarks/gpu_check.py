@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from bench_phases import SMOKE, describe_run, phase_table
 
-from train.config import TrainConfig
+from train.config import TrainConfig, add_arguments, config_from_args
 from train.devices import machine_summary, resolve_device
 
 if TYPE_CHECKING:
@@ -41,34 +41,13 @@ if TYPE_CHECKING:
 # train.model, train.teacher and train.trainer (stable-baselines3) are imported where they are
 # used: without a GPU the script stops before those slow imports
 
-#: a run of seconds on a small board, with a teacher, so that every part of the plumbing runs
-TINY = TrainConfig(
-    timesteps=256,
-    rows=4,
-    columns=5,
-    inarow=3,
-    max_minutes=0,
-    progress_bar=False,
-    n_envs=2,
-    n_steps=64,
-    batch_size=64,
-    n_epochs=1,
-    channels=8,
-    features_dim=16,
-    vf_layers=(8,),
-    curriculum=("random",),
-    panel=("random",),
-    eval_every=0,
-    final_games=2,
-    checkpoint_every=128,
-    teacher_positions=10,
-    teacher_epochs=1,
-    teacher_replay=1,
-    teacher_workers=1,
-    teacher_book=0,
-    teacher_early_book=0,
-    teacher_middle_book=0,
-)
+def tiny_config() -> TrainConfig:
+    """A run of seconds on a small board, with a teacher, so that every part of the plumbing
+    runs: :mod:`bench_phases`' smoke settings, with checkpoints and a teacher replay."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser)
+    extra = ["--checkpoint-every", "128", "--teacher-replay", "1", "--no-progress-bar"]
+    return config_from_args(parser.parse_args([*SMOKE, *extra]))
 
 
 def quiet(_: str) -> None:
@@ -79,12 +58,12 @@ def check_tiny_run(device: str, directory: Path) -> None:
     """Part 1: a tiny run on ``device`` reports it, and its checkpoint resumes on the CPU."""
     from train.trainer import train
 
-    out = directory / "tiny"
-    report = train(dataclasses.replace(TINY, out=str(out), device=device), log=quiet)
+    out, tiny = directory / "tiny", tiny_config()
+    report = train(dataclasses.replace(tiny, out=str(out), device=device), log=quiet)
     if not report["device"].startswith(device):
         raise SystemExit(f"gpu_check: the tiny run ran on {report['device']}, not on {device}")
     print(f"tiny run: {report['timesteps']} steps on {report['device']}")
-    resumed = dataclasses.replace(TINY, out=str(out), device="cpu", resume=True, timesteps=512)
+    resumed = dataclasses.replace(tiny, out=str(out), device="cpu", resume=True, timesteps=512)
     again = train(resumed, log=quiet)
     if not again["device"].startswith("cpu"):
         raise SystemExit(f"gpu_check: the resumed run ran on {again['device']}, not on the CPU")
