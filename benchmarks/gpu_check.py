@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 # train.model, train.teacher and train.trainer (stable-baselines3) are imported where they are
 # used: without a GPU the script stops before those slow imports
 
+
 def tiny_config() -> TrainConfig:
     """A run of seconds on a small board, with a teacher, so that every part of the plumbing
     runs: :mod:`bench_phases`' smoke settings, with checkpoints and a teacher replay."""
