@@ -5,7 +5,8 @@ stones and skips most of those of 8 to 11, because proving them costs seconds ea
 positions cost milliseconds. Yet that is where a network's decisive mistakes against search
 often are. The book labels such positions once, outside any run's budget, and ships them as
 ``baselines/data/teacher_book.npz`` (a :class:`~baselines.teacher_labels.TeacherSet`), which
-``connectx train`` adds to its teacher set (``--teacher-book``, on by default on 6x7).
+``connectx train`` adds to its teacher set (``--teacher-book opening:COPIES``, on by default on
+6x7).
 
 How it is made (:data:`BOOK`): games between :data:`BOOK_PLAYERS` (strong players, some with
 noise, and the shipped network ``ppo`` so that the positions a trained agent reaches are there)
@@ -15,7 +16,7 @@ if not proven). Positions of the evaluation set (:mod:`baselines.perfect_play`, 
 never included.
 
 The **early book** (:data:`EARLY_BOOK`, ``baselines/data/teacher_book_early.npz``, added by
-``--teacher-early-book``) does the same for positions of 12 to 20 stones, the phase where the
+``--teacher-book early:COPIES``) does the same for positions of 12 to 20 stones, the phase where the
 shipped network lost most of its games against alphabeta (``benchmarks/bench_losses.py``). Its
 games are the network's own against search, in the manner of DAgger: :data:`EARLY_BOOK_PLAYERS`
 are ``ppo`` (as shipped when the chunk was labelled) and the strong players it lost to, so the
@@ -23,7 +24,7 @@ book holds the positions a trained agent reaches, including the hard ones a run'
 skips at its node cap of a million.
 
 The **middle book** (:data:`MIDDLE_BOOK`, ``baselines/data/teacher_book_middle.npz``, added by
-``--teacher-middle-book``) takes positions of 21 to 28 stones from the same games: the middle
+``--teacher-book middle:COPIES``) takes positions of 21 to 28 stones from the same games: the middle
 phase, where about a third of the shipped network's games against alphabeta that it does not win
 are decided (of those whose deciding move is proven, ``benchmarks/bench_losses.py``). Such
 positions cost the solver little and a run's own labelling holds many, but from games of minimax

@@ -33,7 +33,7 @@ SMOKE = [
     "--channels", "4", "--blocks", "1", "--features-dim", "16", "--vf-layers", "8",
     "--curriculum", "random", "--panel", "random", "--eval-every", "0", "--final-games", "2",
     "--teacher-positions", "10", "--teacher-epochs", "1", "--teacher-workers", "1",
-    "--teacher-book", "0", "--teacher-early-book", "0", "--teacher-middle-book", "0",
+    "--teacher-book", "none",
     "--max-minutes", "0",
 ]  # fmt: skip
 

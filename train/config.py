@@ -19,17 +19,15 @@ and a ``review_weight`` share against the earlier stages.
 Teacher
 -------
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
-policy to keep each position's game value (:mod:`train.teacher`), together with ``teacher_book``
-copies of the shipped opening book (:mod:`baselines.teacher_book`: positions of 5 to 11 stones,
-labelled once outside any run; its first ``teacher_book_positions``), ``teacher_early_book``
-copies of the early book's first ``teacher_early_book_positions`` (12 to 20 stones, from the
-shipped network's games against search) and ``teacher_middle_book`` copies of the middle book's
-first ``teacher_middle_book_positions`` (21 to 28 stones, the same games); ``teacher_replay``
+policy to keep each position's game value (:mod:`train.teacher`), together with copies of the
+shipped books that ``teacher_book`` lists (:mod:`train.teacher_books`: exactly labelled positions
+of 5 to 11, 12 to 20 and 21 to 28 stones, labelled once outside any run); ``teacher_replay``
 supervised minibatches after each rollout keep that knowledge while PPO learns. This is the run's
 only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
-The positions come from games seeded by ``teacher_seed`` (by default ``seed``); with seed 0 and
-the default settings and board, the labels are read from the shipped ones
-(:mod:`baselines.teacher_cache`: the same positions and values, labelled once) in seconds.
+The positions come from games seeded by ``teacher_seed`` (by default ``seed``); with
+``teacher_labels`` ``shipped`` (the default) the labels that the package ships (seed 0's on 6x7,
+:mod:`baselines.teacher_cache`: the same positions and values, labelled once) are read in seconds
+and only the rest is labelled.
 """
 
 from __future__ import annotations
@@ -50,12 +48,15 @@ from connectx_gym.outputs import write_text_atomically
 from train.config_types import check_setting_type
 from train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
 from train.presets import PRESETS
+from train.teacher_books import parse_teacher_books, upgrade_saved_books
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
 
 #: the choices of ``--vec-env``
-VEC_ENVS = ("dummy", "subproc", "auto", "batched")
+VEC_ENVS = ("batched", "subproc", "dummy")
+#: the choices of ``--teacher-labels``
+TEACHER_LABELS = ("shipped", "label")
 #: the choices of ``--precision``
 PRECISIONS = ("auto", "bf16", "fp32")
 #: the choices of ``--device``
@@ -77,7 +78,9 @@ class TrainConfig:
     """Hyper-parameters and settings of a MaskablePPO training run (see the module docstring)."""
 
     # run
-    timesteps: int = _field(1_000_000, "total environment steps (agent moves) to train for")
+    # 300,000 (was 1,000,000): PPO's updates in float32 on two cores without bfloat16 take about
+    # 3 ms a step, so a million steps did not fit the 27 minutes (docs/experiments/hardware_runs.md)
+    timesteps: int = _field(300_000, "total environment steps (agent moves) to train for")
     seed: int = _field(0, "seed of the run: network init, envs, opponents, evaluation")
     out: str = _field("runs/connectx", "output directory: checkpoints, logs, report, models")
     resume: bool = _field(False, "continue the run saved in --out from its last checkpoint")
@@ -88,7 +91,11 @@ class TrainConfig:
         "time for the final panel; a stop while labelling or teaching keeps what is done for "
         "the next session; 0 means no limit",
     )
-    progress_bar: bool = _field(True, "show a progress bar")
+    progress_bar: bool = _field(
+        True,
+        "show PPO's progress bar when the output is a terminal (into a file or a pipe, and "
+        "with --no-progress-bar, a progress line a minute instead)",
+    )
     # board
     rows: int = _field(6, "board rows")
     columns: int = _field(7, "board columns")
@@ -97,9 +104,11 @@ class TrainConfig:
     n_envs: int = _field(32, "parallel environments")
     vec_env: str = _field(
         "batched",
-        "'dummy' (one process), 'subproc' (one process per env), 'auto' "
-        "(subproc, falling back to dummy when processes cannot start) or 'batched' "
-        "(every board in one numba-batched env, opponents answering all their boards at once)",
+        "'batched': every board in one numba-batched env, opponents answering all their boards "
+        "at once (the training path); 'subproc': one process per env, for opponents without a "
+        "batch answer that are slow in Python (a Kaggle agent, a .py file), whose moves it "
+        "spreads over the cores; 'dummy': the envs one after another in this process, the "
+        "plain reference path (a debugger steps into the opponent there)",
         choices=VEC_ENVS,
     )
     opening_plies: int | None = _field(
@@ -223,40 +232,22 @@ class TrainConfig:
         "was taught (0: none)",
     )
     teacher_workers: int = _field(available_cores(), "processes labelling the teacher positions")
-    teacher_book: int = _field(
-        2,
-        "copies of the shipped opening book (baselines.teacher_book: exactly labelled positions "
-        "of 5 to 11 stones, which a run's own labelling mostly cannot afford) added to the "
-        "teacher positions, on the board sizes it covers; 0: the run's own positions only",
+    teacher_book: str = _field(
+        "opening:2:1929,early:1:27278,middle:1:18916",
+        "shipped books of exactly labelled positions added to the teacher positions, on the "
+        "board sizes they cover (train.teacher_books): NAME:COPIES[:FIRST] items joined by "
+        "commas, COPIES copies of book NAME's first FIRST positions (the whole book without "
+        "FIRST); books: opening (5 to 11 stones, which a run's own labelling mostly cannot "
+        "afford), early (12 to 20) and middle (21 to 28, both from the shipped network's games "
+        "against search); 'none': the run's own positions only",
+        metavar="BOOKS",
     )
-    teacher_book_positions: int = _field(
-        1929,
-        "how many of the book's positions to add, oldest first (1,929: the part the default "
-        "run is made with, so that it reproduces if the book grows); 0: the whole book",
-    )
-    teacher_early_book: int = _field(
-        1,
-        "copies of the shipped early book (baselines.teacher_book: exactly labelled positions "
-        "of 12 to 20 stones from the shipped network's games against search) added to the "
-        "teacher positions, on the board sizes it covers; 0: none",
-    )
-    teacher_early_book_positions: int = _field(
-        27278,
-        "how many of the early book's positions to add, oldest first (27,278: the part the "
-        "default run is made with, so that it reproduces if the book grows); "
-        "0: the whole book",
-    )
-    teacher_middle_book: int = _field(
-        1,
-        "copies of the shipped middle book (baselines.teacher_book: exactly labelled positions "
-        "of 21 to 28 stones from the shipped network's games against search) added to the "
-        "teacher positions, on the board sizes it covers; 0: none",
-    )
-    teacher_middle_book_positions: int = _field(
-        18916,
-        "how many of the middle book's positions to add, oldest first (18,916: the part the "
-        "default run is made with, so that it reproduces if the book grows); "
-        "0: the whole book",
+    teacher_labels: str = _field(
+        "shipped",
+        "where the run's own teacher positions get their labels: 'shipped' reads those that the "
+        "package ships (seed 0's on 6x7, made by the same labelling) and labels the rest with "
+        "the exact solver, 'label' labels them all (the log says which)",
+        choices=TEACHER_LABELS,
     )
     # evaluation and saving
     panel: tuple[str, ...] = _field(
@@ -304,12 +295,6 @@ class TrainConfig:
             "selfplay_from_stage",
             "teacher_positions",
             "teacher_replay",
-            "teacher_book",
-            "teacher_book_positions",
-            "teacher_early_book",
-            "teacher_early_book_positions",
-            "teacher_middle_book",
-            "teacher_middle_book_positions",
         ):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must be >= 0, got {getattr(self, name)}")
@@ -329,6 +314,12 @@ class TrainConfig:
             raise ValueError(
                 f"precision must be one of {', '.join(PRECISIONS)}, got {self.precision!r}"
             )
+        if self.teacher_labels not in TEACHER_LABELS:
+            raise ValueError(
+                f"teacher_labels must be one of {', '.join(TEACHER_LABELS)}, "
+                f"got {self.teacher_labels!r}"
+            )
+        parse_teacher_books(self.teacher_book)
         if self.device not in DEVICES:
             raise ValueError(f"device must be one of {', '.join(DEVICES)}, got {self.device!r}")
         if self.opening_plies is not None:
@@ -364,7 +355,9 @@ class TrainConfig:
     def from_json(cls, data: dict[str, Any]) -> TrainConfig:
         """Settings from :meth:`to_json`'s dict (unknown keys are an error). A setting added
         after the dict was saved takes the value that keeps the older run as it was
-        (:data:`ADDED_LATER`), so ``--resume`` does not change what a run trains on."""
+        (:data:`ADDED_LATER`) and settings since renamed are read in their new form
+        (:func:`upgrade_saved_settings`), so ``--resume`` does not change what a run trains on."""
+        data = upgrade_saved_settings(data)
         names = {f.name: f for f in fields(cls)}
         unknown = set(data) - set(names)
         if unknown:
@@ -446,6 +439,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 type=f.metadata.get("type", type(default)),
                 default=None,
                 choices=f.metadata.get("choices"),
+                metavar=f.metadata.get("metavar"),
                 help=f"{help_text} (default: {default_text})",
             )
 
@@ -479,7 +473,15 @@ def preset_config(name: str) -> TrainConfig:
 #: reproduces a run saved before them (read by :meth:`TrainConfig.from_json`)
 ADDED_LATER: dict[str, Any] = {
     "scale_teacher": False,
-    "teacher_early_book": 0,
-    "teacher_middle_book": 0,
     "opening_plies": 0,
 }
+
+
+def upgrade_saved_settings(saved: dict[str, Any]) -> dict[str, Any]:
+    """Settings saved by an older version in today's names: the six book settings as one
+    ``teacher_book`` list (:func:`train.teacher_books.upgrade_saved_books`) and ``vec_env``
+    ``'auto'`` (subprocesses, a choice since removed) as ``'subproc'``."""
+    data = upgrade_saved_books(saved)
+    if data.get("vec_env") == "auto":
+        data["vec_env"] = "subproc"
+    return data

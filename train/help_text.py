@@ -37,11 +37,7 @@ ARGUMENT_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "teacher_replay",
             "teacher_workers",
             "teacher_book",
-            "teacher_book_positions",
-            "teacher_early_book",
-            "teacher_early_book_positions",
-            "teacher_middle_book",
-            "teacher_middle_book_positions",
+            "teacher_labels",
         ),
     ),
     (

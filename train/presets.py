@@ -11,7 +11,13 @@ __all__ = ["PRESETS"]
 
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
-    "default": ("the defaults (the main run: about 30 minutes on 2 CPU cores)", {}),
+    "default": ("the defaults (the main run: about 25 minutes on 2 CPU cores)", {}),
+    "long": (
+        "the default run with 1,000,000 PPO steps instead of 300,000, the default until it was "
+        "sized to 2 CPU cores without bfloat16 (docs/experiments/default_report.md): for "
+        "machines with bfloat16 instructions or a GPU",
+        {"out": "runs/long", "timesteps": 1_000_000},
+    ),
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
         "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, its last two "
@@ -33,18 +39,14 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "teacher_positions": 200_000,
             "teacher_epochs": 10,
             "teacher_replay": 8,
-            # 3 copies of the whole book (4,835 positions): about 7% of the set, where labels
-            # cost most (8 copies, 16%, did no better)
-            "teacher_book": 3,
-            "teacher_book_positions": 0,
-            # the early book's first 27,278 positions (12-20 stones from ppo's games against
-            # search, once): fewer mistakes and better against minimax 4 and 5 and alphabeta
-            # depth 8 than without it; the book's second round (44,450 in all) did no better,
-            # so the preset keeps the part that made ppo
-            "teacher_early_book_positions": 27_278,
-            # no middle book: taught with it (2 copies), the preset's run was level with ppo, not
-            # better
-            "teacher_middle_book": 0,
+            # 3 copies of the whole opening book (4,835 positions): about 7% of the set, where
+            # labels cost most (8 copies, 16%, did no better); the early book's first 27,278
+            # positions (12-20 stones from ppo's games against search, once): fewer mistakes and
+            # better against minimax 4 and 5 and alphabeta depth 8 than without it, and its
+            # second round (44,450 in all) did no better, so the preset keeps the part that made
+            # ppo; no middle book: taught with it (2 copies), the preset's run was level with
+            # ppo, not better
+            "teacher_book": "opening:3,early:1:27278",
             # then the default's alphabeta stages with half their games against minimax 4 (the
             # default keeps a third): 0.58 against alphabeta at 50 ms on two seeds (0.47 without
             # them), about 0.01 lower against minimax 4

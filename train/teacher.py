@@ -2,9 +2,8 @@
 
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
 :mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
-them again), adds ``--teacher-book`` copies of the shipped opening book, ``--teacher-early-book``
-copies of the early book and ``--teacher-middle-book`` copies of the middle book
-(:mod:`baselines.teacher_book`) and trains the MaskablePPO policy on them by supervised learning:
+them again), adds the shipped books that ``--teacher-book`` lists (:mod:`train.teacher_books`)
+and trains the MaskablePPO policy on them by supervised learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
   (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
@@ -40,6 +39,7 @@ from baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_se
 from connectx_gym.bitboard import Geometry
 from train.budget import EtaLog, TimeLimitReachedError
 from train.config import TrainConfig
+from train.teacher_books import parse_teacher_books
 from train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
@@ -356,12 +356,8 @@ def load_teacher(
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes; chunks the package
     ships, :mod:`baselines.teacher_cache`, are read instead) and saved there;
-    then ``config.teacher_book`` copies of the shipped opening book's first
-    ``config.teacher_book_positions`` positions (all when 0 or when it holds fewer) and
-    ``config.teacher_early_book`` copies of the early book's first
-    ``config.teacher_early_book_positions`` and ``config.teacher_middle_book`` copies of the
-    middle book's first ``config.teacher_middle_book_positions`` (:mod:`baselines.teacher_book`),
-    where they cover the board size.
+    then the shipped books that ``config.teacher_book`` lists (:mod:`train.teacher_books`), where
+    they cover the board size.
 
     With ``fraction`` below 1 (a run sized to its steps, :mod:`train.budget`), that share of
     every part: the first :func:`own_positions` of the run's own and the first positions of each
@@ -373,34 +369,34 @@ def load_teacher(
         teacher = TeacherSet.load(path)
     else:
         count = own_positions(config.teacher_positions, fraction)
-        log(
-            f"teacher set: {count} positions, labelled by the exact solver or "
-            "read from the shipped labels where they hold them"
+        shipped = config.teacher_labels == "shipped"
+        how = (
+            "read from the shipped labels where they hold them, the rest labelled by the exact "
+            "solver (--teacher-labels shipped)"
+            if shipped
+            else "all labelled by the exact solver (--teacher-labels label)"
         )
+        log(f"teacher set: {count} positions, {how}")
         teacher = make_teacher_set(
             geometry,
             count,
             teacher_seed(config),
             workers=config.teacher_workers,
             cache=out / "teacher",
+            shipped=shipped,
             log=log,
             stop=stop,
         )
         teacher.save(path)
     parts = [teacher_tensors(teacher)]
-    books = (
-        ("opening", config.teacher_book, config.teacher_book_positions),
-        ("early", config.teacher_early_book, config.teacher_early_book_positions),
-        ("middle", config.teacher_middle_book, config.teacher_middle_book_positions),
-    )
-    for name, copies, wanted in books:
-        if copies:
-            shipped = load_book(geometry, BOOKS[name].file)
-            if shipped is not None and fraction < 1:
-                held = min(wanted or len(shipped), len(shipped))
-                wanted = max(1, math.ceil(fraction * held))
-            book = _book_part(name, shipped, geometry, copies, wanted, log)
-            parts += [teacher_tensors(book)] * copies if book is not None else []
+    for use in parse_teacher_books(config.teacher_book):
+        whole = load_book(geometry, BOOKS[use.name].file)
+        wanted = use.first or 0
+        if whole is not None and fraction < 1:
+            held = min(wanted or len(whole), len(whole))
+            wanted = max(1, math.ceil(fraction * held))
+        book = _book_part(use.name, whole, geometry, use.copies, wanted, log)
+        parts += [teacher_tensors(book)] * use.copies if book is not None else []
     return concatenate(parts) if len(parts) > 1 else parts[0]
 
 
@@ -420,15 +416,10 @@ def own_positions(positions: int, fraction: float) -> int:
 def book_positions(config: TrainConfig) -> int:
     """Positions the books add to the run's own (copies included), on the run's board."""
     total = 0
-    books = (
-        ("opening", config.teacher_book, config.teacher_book_positions),
-        ("early", config.teacher_early_book, config.teacher_early_book_positions),
-        ("middle", config.teacher_middle_book, config.teacher_middle_book_positions),
-    )
-    for name, copies, wanted in books:
-        book = load_book(config.geometry, BOOKS[name].file) if copies else None
+    for use in parse_teacher_books(config.teacher_book):
+        book = load_book(config.geometry, BOOKS[use.name].file)
         if book is not None:
-            total += copies * min(wanted or len(book), len(book))
+            total += use.copies * min(use.first or len(book), len(book))
     return total
 
 

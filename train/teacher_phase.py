@@ -91,17 +91,22 @@ def labelling_note(config: TrainConfig, out: Path, fraction: float) -> str | Non
     count = own_positions(config.teacher_positions, fraction)
     settings = ChunkSettings(config.geometry.key, MIN_PLY, KEEP, NODE_LIMIT)
     seed = teacher_seed(config)
-    todo, total = chunks_to_label(settings, count, seed, cache=out / "teacher")
+    shipped = config.teacher_labels == "shipped"
+    todo, total = chunks_to_label(settings, count, seed, cache=out / "teacher", shipped=shipped)
     if not todo:
         return None
     workers = max(1, min(config.teacher_workers, os.cpu_count() or 1, todo))
     seconds = math.ceil(todo / workers) * LABEL_SECONDS_PER_CHUNK
     why = "" if total == todo else f" ({total - todo} of its {total} chunks are held already)"
+    hint = (
+        "only seed 0 on 6x7 has shipped labels (--teacher-seed 0 reads them in seconds)"
+        if shipped
+        else "--teacher-labels shipped reads the shipped ones instead where they hold them"
+    )
     return (
         f"this run labels {todo * CHUNK:,} teacher positions itself with the exact solver"
         f"{why}: {minutes(seconds)} on {workers} worker(s) (estimated at "
-        f"{LABEL_SECONDS_PER_CHUNK:.0f} s a chunk of 250); only seed 0 on 6x7 has shipped "
-        "labels (--teacher-seed 0 reads them in seconds)"
+        f"{LABEL_SECONDS_PER_CHUNK:.0f} s a chunk of 250); {hint}"
     )
 
 

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import contextlib
 import signal
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -142,7 +143,13 @@ class Run:
         save_extras(self.out / EXTRAS_FILE, self.state.timesteps, self.replay)
 
 
-def train(config: TrainConfig, log: Callable[[str], None] = print) -> dict[str, Any]:
+def print_line(text: str) -> None:
+    """Print one log line at once, also when the output is a file or a pipe (``nohup connectx
+    train > log &``, where Python would hold it in a buffer until the run ends)."""
+    print(text, flush=True)
+
+
+def train(config: TrainConfig, log: Callable[[str], None] = print_line) -> dict[str, Any]:
     """Run (or, with ``config.resume``, continue or finish) a training run; returns the report.
 
     Raises :class:`RunInterruptedError` after saving what was done when interrupted by Ctrl-C
@@ -327,7 +334,10 @@ def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
     """PPO until the steps asked for or the budget's PPO deadline, then the final phase."""
     config, model, state = run.config, run.model, run.state
     remaining = config.timesteps - model.num_timesteps
-    announce = None if config.progress_bar else log
+    # a progress bar only where someone watches it: into a file or a pipe it would write nothing
+    # until the end, so there the run logs a progress line a minute instead
+    bar = config.progress_bar and sys.stdout.isatty()
+    announce = None if bar else log
     deadline = run.budget.ppo_deadline()
     callbacks = run_callbacks(
         config, run.out, run.curriculum, state, run.clock, run.save_checkpoint, announce, deadline
@@ -346,7 +356,7 @@ def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
                     callback=callbacks,
                     reset_num_timesteps=not config.resume,
                     tb_log_name="ppo",
-                    progress_bar=config.progress_bar,
+                    progress_bar=bar,
                 )
             timing = collect_timing(run.env)
             timing["rollout_seconds"] = wall_split.rollout_seconds
@@ -385,6 +395,7 @@ def teaching_settings(config: TrainConfig) -> dict[str, Any]:
     left_out = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "teacher_workers"}
     left_out.add("device")  # per session too: passes saved on a GPU go on on a CPU
     left_out.add("average_weights")  # applies after training, not to the taught network
+    left_out.add("teacher_labels")  # read or labelled, the positions and values are the same
     return {k: v for k, v in config.to_json().items() if k not in left_out}
 
 

@@ -55,8 +55,7 @@ QUICK_TRAIN = [
     "--n-epochs", "1", "--channels", "8", "--blocks", "1", "--features-dim", "32",
     "--panel", "random", "--eval-every", "0", "--final-games", "2", "--checkpoint-every", "256",
     "--snapshot-every", "256", "--no-progress-bar", "--torch-threads", "1",
-    "--teacher-positions", "0", "--teacher-book", "0", "--teacher-early-book", "0",
-    "--teacher-middle-book", "0",
+    "--teacher-positions", "0", "--teacher-book", "none",
 ]  # fmt: skip
 
 SHIM = '''\

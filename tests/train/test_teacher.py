@@ -33,6 +33,7 @@ from train.teacher import (
     pretrain_policy,
     teacher_tensors,
 )
+from train.teacher_books import BookUse, parse_teacher_books
 from train.trainer import RunInterruptedError, train
 
 SMALL = Geometry(4, 5, 3)
@@ -260,7 +261,7 @@ def test_damaged_passes_start_over_and_say_so(
 
 def test_a_run_killed_while_teaching_goes_on_to_the_same_weights(tmp_path: Path) -> None:
     changes = {"teacher_positions": 30, "teacher_epochs": 3, "teacher_replay": 2}
-    changes |= {"teacher_book": 0, "teacher_early_book": 0, "teacher_middle_book": 0}
+    changes |= {"teacher_book": "none"}
     whole = train(tiny(tmp_path / "whole", teacher_workers=1, **changes), log=lambda _: None)
     out = tmp_path / "cut"
     out.mkdir()
@@ -285,19 +286,19 @@ def test_presets_are_valid_configs() -> None:
     strong = preset_config("strong")
     assert strong.teacher_positions > 0
     assert strong.channels > TrainConfig().channels
-    # The book weighs more in the strong run's larger teacher set.
-    assert strong.teacher_book > TrainConfig().teacher_book > 0
-    # The default keeps the part of the growing book that made its README run; strong uses it all.
-    assert TrainConfig().teacher_book_positions == 1929
-    assert strong.teacher_book_positions == 0
-    # Likewise for the early book, whose first 27,278 positions made both runs.
-    assert TrainConfig().teacher_early_book == strong.teacher_early_book == 1
-    assert TrainConfig().teacher_early_book_positions == 27278
-    assert strong.teacher_early_book_positions == 27278
-    # The middle book once, its first 18,916 positions, in the default only.
-    assert TrainConfig().teacher_middle_book == 1
-    assert TrainConfig().teacher_middle_book_positions == 18916
-    assert strong.teacher_middle_book == 0
+    # The default keeps the parts of the growing books that made its README run: two copies of
+    # the opening book's first 1,929 positions, the early book's first 27,278 once, the middle
+    # book's 18,916 once. The opening book weighs more in the strong run's larger teacher set
+    # (three copies of all of it), which has no middle book.
+    assert parse_teacher_books(TrainConfig().teacher_book) == (
+        BookUse("opening", 2, 1929),
+        BookUse("early", 1, 27278),
+        BookUse("middle", 1, 18916),
+    )
+    assert parse_teacher_books(strong.teacher_book) == (
+        BookUse("opening", 3),
+        BookUse("early", 1, 27278),
+    )
     # The network and length of the README's default run (docs/experiments/default_report.md).
     default = TrainConfig()
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
@@ -325,16 +326,19 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_epochs", 0, "teacher_epochs must be >= 1"),
         ("teacher_replay", -2, "teacher_replay must be >= 0"),
         ("teacher_workers", 0, "teacher_workers must be >= 1"),
-        ("teacher_book", -1, "teacher_book must be >= 0"),
-        ("teacher_book_positions", -1, "teacher_book_positions must be >= 0"),
-        ("teacher_early_book", -1, "teacher_early_book must be >= 0"),
-        ("teacher_early_book_positions", -1, "teacher_early_book_positions must be >= 0"),
-        ("teacher_middle_book", -1, "teacher_middle_book must be >= 0"),
-        ("teacher_middle_book_positions", -1, "teacher_middle_book_positions must be >= 0"),
+        ("teacher_book", "opening:-1", "copies of the opening book must be a whole number"),
+        ("teacher_book", "opening:2:0", "positions of the opening book must be a whole number"),
+        ("teacher_book", "opening:x", "copies of the opening book must be a whole number"),
+        ("teacher_book", "late:1", "unknown teacher book 'late'; books: opening, early, middle"),
+        ("teacher_book", "opening", "'opening' is not NAME:COPIES or NAME:COPIES:FIRST"),
+        ("teacher_book", "opening:1:2:3", "is not NAME:COPIES or NAME:COPIES:FIRST"),
+        ("teacher_book", "early:1,early:2", "teacher book 'early' is given twice"),
+        ("teacher_book", "", "'' is not NAME:COPIES"),
+        ("teacher_labels", "solver", "teacher_labels must be one of shipped, label"),
         ("teacher_seed", -1, "teacher_seed must be >= 0"),
     ],
 )
-def test_teacher_settings_are_validated(field: str, value: int, message: str) -> None:
+def test_teacher_settings_are_validated(field: str, value: object, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(TrainConfig(), **{field: value}).validate()
 
@@ -386,7 +390,7 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     )
     books = {(SMALL, BOOK_FILE): book}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books.get((g, path)))
-    config = tiny_teacher_config(teacher_book=3)
+    config = tiny_teacher_config(teacher_book="opening:3")
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz"))
@@ -395,12 +399,11 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     added = f"opening book ({len(book)} positions of 1-9 stones) 3 times"
     assert any(added in line for line in logs)
     # Without copies, or on a board the book does not cover: the run's own positions only.
-    assert len(load_teacher(dataclasses.replace(config, teacher_book=0), tmp_path, print)) == len(
-        own
-    )
+    without = dataclasses.replace(config, teacher_book="none")
+    assert len(load_teacher(without, tmp_path, print)) == len(own)
     # Only the book's first positions, when asked for fewer than it holds.
     logs.clear()
-    first = dataclasses.replace(config, teacher_book=2, teacher_book_positions=5)
+    first = dataclasses.replace(config, teacher_book="opening:2:5")
     data = load_teacher(first, tmp_path, logs.append)
     assert len(data) == len(own) + 2 * 5
     head = teacher_tensors(dataclasses.replace(book, moves=book.moves[:5], values=book.values[:5]))
@@ -411,7 +414,7 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     assert any(f"opening book (5 of its {len(book)} positions" in line for line in logs)
     # Asked for more than it holds: the whole book, and the log says so.
     logs.clear()
-    whole = dataclasses.replace(config, teacher_book_positions=len(book) + 100)
+    whole = dataclasses.replace(config, teacher_book=f"opening:3:{len(book) + 100}")
     assert len(load_teacher(whole, tmp_path, logs.append)) == len(own) + 3 * len(book)
     assert any(f"holds fewer than the {len(book) + 100} asked for" in line for line in logs)
     logs.clear()
@@ -428,7 +431,7 @@ def test_the_early_book_is_added_after_the_opening_book(
     early = dataclasses.replace(opening, moves=small_set.moves[:7], values=small_set.values[:7])
     books = {BOOK_FILE: opening, EARLY_BOOK_FILE: early}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
-    config = tiny_teacher_config(teacher_book=1, teacher_early_book=2, teacher_middle_book=0)
+    config = tiny_teacher_config(teacher_book="opening:1,early:2")
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
@@ -437,10 +440,10 @@ def test_the_early_book_is_added_after_the_opening_book(
     assert_copies(data, own + len(opening), taught, 7, copies=2)
     assert any("early book (7 positions of 1-9 stones) 2 times" in line for line in logs)
     # The early book alone, and its absence said in the log.
-    alone = dataclasses.replace(config, teacher_book=0)
+    alone = dataclasses.replace(config, teacher_book="early:2")
     assert len(load_teacher(alone, tmp_path, print)) == own + 2 * 7
     # Its first positions only, as the default run pins them.
-    first = dataclasses.replace(alone, teacher_early_book_positions=3)
+    first = dataclasses.replace(alone, teacher_book="early:2:3")
     logs.clear()
     data = load_teacher(first, tmp_path, logs.append)
     assert len(data) == own + 2 * 3
@@ -460,18 +463,16 @@ def test_the_middle_book_is_added_after_the_early_book(
     middle = dataclasses.replace(early, moves=small_set.moves[2:7], values=small_set.values[2:7])
     books = {BOOK_FILE: None, EARLY_BOOK_FILE: early, MIDDLE_BOOK_FILE: middle}
     monkeypatch.setattr(train_teacher, "load_book", lambda g, path: books[path])
-    config = tiny_teacher_config(
-        teacher_book=0, teacher_early_book=1, teacher_middle_book=3, teacher_middle_book_positions=4
-    )
+    config = tiny_teacher_config(teacher_book="early:1,middle:3:4")
     logs: list[str] = []
     data = load_teacher(config, tmp_path, logs.append)
     own = len(teacher_tensors(TeacherSet.load(tmp_path / "teacher.npz")))
     assert len(data) == own + len(early) + 3 * 4
     assert_copies(data, own + len(early), teacher_tensors(middle), 4, copies=3)
     assert any("middle book (4 of its 5 positions of 5-9 stones) 3 times" in line for line in logs)
-    # None with 0 copies.
+    # Not listed: not added.
     assert len(
-        load_teacher(dataclasses.replace(config, teacher_middle_book=0), tmp_path, print)
+        load_teacher(dataclasses.replace(config, teacher_book="early:1"), tmp_path, print)
     ) == (own + len(early))
 
 
@@ -480,20 +481,3 @@ def test_a_run_saved_with_the_old_default_network_resumes_with_it() -> None:
     saved.update(channels=32, blocks=1, timesteps=2_000_000)
     older = TrainConfig.from_json(saved)
     assert (older.channels, older.blocks, older.timesteps) == (32, 1, 2_000_000)
-
-
-def test_a_run_saved_before_the_middle_book_resumes_without_it() -> None:
-    saved = TrainConfig().to_json()
-    del saved["teacher_middle_book"], saved["teacher_middle_book_positions"]
-    older = TrainConfig.from_json(saved)
-    assert older.teacher_middle_book == 0
-    assert dataclasses.replace(older, teacher_middle_book=1) == TrainConfig()
-
-
-def test_a_run_saved_before_the_early_book_resumes_without_it() -> None:
-    saved = TrainConfig().to_json()
-    assert TrainConfig.from_json(saved) == TrainConfig()
-    del saved["teacher_early_book"], saved["teacher_early_book_positions"]
-    older = TrainConfig.from_json(saved)
-    assert older.teacher_early_book == 0
-    assert dataclasses.replace(older, teacher_early_book=1) == TrainConfig()

@@ -55,3 +55,10 @@ def test_resume_with_a_bad_config_json_is_one_line_naming_file_and_field(
     assert str(saved) in error
     assert "channels" in error
     assert "not supported between" not in error
+
+
+def test_a_run_saved_with_the_removed_vec_env_auto_resumes_with_subprocesses() -> None:
+    saved = TrainConfig().to_json() | {"vec_env": "auto"}
+    assert TrainConfig.from_json(saved).vec_env == "subproc"
+    with pytest.raises(ValueError, match="vec_env must be one of batched, subproc, dummy"):
+        TrainConfig(vec_env="auto").validate()

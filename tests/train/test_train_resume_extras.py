@@ -123,7 +123,7 @@ def test_a_damaged_replay_state_leaves_the_streams_as_they_were(tmp_path: Path) 
 
 def test_one_checkpoint_resumes_to_the_same_weights_and_uses_its_extras(tmp_path: Path) -> None:
     teacher = {"teacher_positions": 40, "teacher_epochs": 1, "teacher_replay": 2}
-    teacher |= {"teacher_book": 0, "teacher_early_book": 0, "teacher_middle_book": 0}
+    teacher |= {"teacher_book": "none"}
     board = {"rows": 4, "columns": 5, "inarow": 3, "panel": ("random",), "curriculum": ("random",)}
     config = tiny(tmp_path / "run", teacher_workers=1, timesteps=128, **teacher, **board)
     train(config, log=lambda _: None)
