@@ -14,7 +14,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (the main run: about 25 minutes on 2 CPU cores)", {}),
     "long": (
         "the default run with 1,000,000 PPO steps instead of 300,000, the default until it was "
-        "sized to 2 CPU cores without bfloat16 (docs/experiments/default_report.md): for "
+        "sized to 2 CPU cores without bfloat16 (docs/experiments/long_report.md): for "
         "machines with bfloat16 instructions or a GPU",
         {"out": "runs/long", "timesteps": 1_000_000},
     ),

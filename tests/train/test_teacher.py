@@ -301,7 +301,11 @@ def test_presets_are_valid_configs() -> None:
     )
     # The network and length of the README's default run (docs/experiments/default_report.md).
     default = TrainConfig()
-    assert (default.channels, default.blocks, default.timesteps) == (64, 2, 1_000_000)
+    assert (default.channels, default.blocks, default.timesteps) == (64, 2, 300_000)
+    # --preset long: the same run with the million PPO steps it had before.
+    long = preset_config("long")
+    assert dataclasses.replace(long, out=default.out, timesteps=default.timesteps) == default
+    assert long.timesteps == 1_000_000
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.

@@ -117,6 +117,21 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+def test_log_lines_reach_a_pipe_while_the_run_goes_on(tmp_path: Path) -> None:
+    """Into a pipe or a file (``nohup connectx train > log &``) each log line arrives as it is
+    written, not when the run ends; the progress bar is asked for and left out there."""
+    with_bar = [flag for flag in SMALL if flag != "--no-progress-bar"]
+    process = connectx("train", "--timesteps", "200000", "--out", str(tmp_path / "run"), *with_bar)
+    try:
+        assert process.stdout is not None
+        first = process.stdout.readline()
+        assert first.startswith("device: "), first
+        assert process.poll() is None  # still running: the line was not held until the end
+    finally:
+        process.kill()
+        process.communicate(timeout=60)
+
+
 def test_run_writes_everything(finished_run: Path) -> None:
     out = finished_run
     for name in (
