@@ -3,8 +3,8 @@ the ``slow`` marker of whole folders.
 
 The folders mirror the packages (``connectx_gym/``, ``baselines/``, ``train/``) plus cross-cutting
 ones (``architecture/``, ``browser/``, ``docs/``, ``ray/``, ``benchmarks/``); helpers that tests
-import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray, browser and
-benchmark-script tests.
+import live in ``support/``. ``pytest -m "not slow"`` leaves out training, Ray, browser,
+benchmark-script and docs tests, and the tests marked slow one by one.
 """
 
 from __future__ import annotations
@@ -39,9 +39,11 @@ def pytest_configure(config: pytest.Config) -> None:
         )
 
 
-#: folders whose every test is ``slow``: they train networks, start Ray, drive a browser or run
-#: the benchmark scripts
-SLOW_FOLDERS = ("train", "ray", "browser", "benchmarks")
+#: folders whose every test is ``slow``: they train networks, start Ray, drive a browser, run the
+#: benchmark scripts or build the docs site and run its examples. Elsewhere a test that takes
+#: more than about a second (a subprocess, a server, a search checked against a slow reference)
+#: carries ``@pytest.mark.slow`` itself, so that ``pytest -m "not slow"`` stays a quick loop.
+SLOW_FOLDERS = ("train", "ray", "browser", "benchmarks", "docs")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -196,6 +196,7 @@ def module_cycles() -> list[list[str]]:
     return cycles
 
 
+@pytest.mark.slow
 def test_no_import_circle_between_modules() -> None:
     cycles = module_cycles()
     assert not cycles, "import circles:\n" + "\n".join(" <-> ".join(c) for c in cycles)

@@ -120,6 +120,7 @@ def run_with_plugin(plugin: Path, *argv: str) -> subprocess.CompletedProcess[str
     )
 
 
+@pytest.mark.slow
 def test_plugin_policy_by_name_in_make_policy_the_env_and_a_file(
     plugin_path: Path, tmp_path: Path
 ) -> None:
@@ -137,6 +138,7 @@ def test_plugin_policy_in_connectx_evaluate(plugin_path: Path) -> None:
     assert "leftmost" in completed.stdout
 
 
+@pytest.mark.slow
 def test_plugin_command_is_listed_and_runs(plugin_path: Path) -> None:
     listing = run_with_plugin(plugin_path, "-m", "connectx_gym.cli", "--help")
     assert listing.returncode == 0, listing.stderr

@@ -69,6 +69,7 @@ TINY_SIZES = [
 
 @settings(max_examples=120, deadline=None)
 @given(size=st.sampled_from(TINY_SIZES), seed=seeds)
+@pytest.mark.slow
 def test_exact_on_tiny_boards(size: tuple[int, int, int], seed: int) -> None:
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)
@@ -231,6 +232,7 @@ def hands_a_win(board: Board, column: int) -> bool:
 
 @settings(max_examples=80, deadline=None)
 @given(size=st.sampled_from([(6, 7, 4), (5, 6, 4), (4, 5, 3), (7, 7, 5)]), seed=seeds)
+@pytest.mark.slow
 def test_never_hands_the_opponent_a_win_when_it_can_avoid_it(
     size: tuple[int, int, int], seed: int
 ) -> None:

@@ -56,6 +56,7 @@ def test_takes_a_win_in_one(spec: str) -> None:
 
 
 @pytest.mark.parametrize("spec", AGENTS)
+@pytest.mark.slow
 def test_blocks_a_loss_in_one(spec: str) -> None:
     policy = make_policy(spec)
     assert {policy.act(BLOCK, np.random.default_rng(seed)) for seed in range(10)} == {4}

@@ -56,6 +56,7 @@ def random_game(geometry: Geometry, seed: int) -> list[int]:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 10_000), seat=st.sampled_from([0, 1]), start=st.integers(0, 6))
+@pytest.mark.slow
 def test_last_value_loss_matches_a_forward_scan(seed: int, seat: int, start: int) -> None:
     moves = random_game(SMALL, seed)
     start = min(start, len(moves))

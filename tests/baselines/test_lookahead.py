@@ -55,6 +55,7 @@ MINIMAX_CASES = [
 @pytest.mark.parametrize(("size", "depth"), MINIMAX_CASES)
 @settings(max_examples=20, deadline=None)
 @given(seed=seeds)
+@pytest.mark.slow
 def test_minimax_matches_the_tutorial(size: tuple[int, int, int], depth: int, seed: int) -> None:
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)

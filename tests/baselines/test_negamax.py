@@ -39,6 +39,7 @@ NEGAMAX_CASES = [
 @pytest.mark.parametrize(("size", "depth"), NEGAMAX_CASES)
 @settings(max_examples=20, deadline=None)
 @given(seed=seeds)
+@pytest.mark.slow
 def test_negamax_matches_the_notes(size: tuple[int, int, int], depth: int, seed: int) -> None:
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)
@@ -52,6 +53,7 @@ def test_negamax_matches_the_notes(size: tuple[int, int, int], depth: int, seed:
 
 @settings(max_examples=30, deadline=None)
 @given(seed=seeds, depth=st.integers(1, 6), chunk=st.sampled_from([1, 5, 1 << 30]))
+@pytest.mark.slow
 def test_compiled_and_plain_negamax_agree(seed: int, depth: int, chunk: int) -> None:
     """The compiled kernel in one call and the plain one resumed every ``chunk`` nodes agree."""
     geometry = Geometry(6, 7, 4)

@@ -163,6 +163,7 @@ def test_shipped_set_is_documented_and_split(shipped: LabelledPositions) -> None
     assert len(keys) == len(shipped)
 
 
+@pytest.mark.slow
 def test_shipped_scores_agree_with_the_solver(shipped: LabelledPositions) -> None:
     rng = np.random.default_rng(0)
     solver = Solver(shipped.geometry)
@@ -209,6 +210,7 @@ def test_load_refuses_bad_input(tmp_path: Path) -> None:
 
 
 # -- the generator --------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_generator_on_a_small_board(tmp_path: Path) -> None:
     out = tmp_path / "positions.npz"
     assert make_positions(["--rows", "4", "--columns", "5", "--inarow", "3", "--per-phase", "4",

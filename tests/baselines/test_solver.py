@@ -113,6 +113,7 @@ def dense_position(geometry: Geometry, rng: np.random.Generator, empty_cells: in
         (2, 6, 2, 0),
     ],
 )
+@pytest.mark.slow
 def test_scores_match_exhaustive_search(rows: int, columns: int, inarow: int, opening: int) -> None:
     geometry = Geometry(rows, columns, inarow)
     rng = np.random.default_rng(rows * 100 + columns * 10 + inarow)
@@ -128,6 +129,7 @@ def test_scores_match_exhaustive_search(rows: int, columns: int, inarow: int, op
 
 @settings(max_examples=20, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), shape=st.sampled_from([(4, 4, 3), (4, 5, 4), (5, 4, 4)]))
+@pytest.mark.slow
 def test_move_scores_match_exhaustive_search(seed: int, shape: tuple[int, int, int]) -> None:
     geometry = Geometry(*shape)
     rng = np.random.default_rng(seed)
@@ -248,6 +250,7 @@ def test_load_pons_reads_and_rejects(tmp_path) -> None:
 
 
 # -- limits --------------------------------------------------------------------------------------
+@pytest.mark.slow
 def test_limits_raise_and_leave_the_table_exact() -> None:
     geometry = Geometry()
     board = Board.from_moves(geometry, [3, 3, 3, 3, 2])

@@ -40,6 +40,7 @@ SMALL = ChunkSettings(
 
 
 @pytest.mark.parametrize("name", sorted(BOOKS))
+@pytest.mark.slow
 def test_the_shipped_books_agree_with_the_solver_on_a_sample(name: str) -> None:
     shipped = BOOKS[name]
     book = load_book(SIX_BY_SEVEN, shipped.file)
@@ -62,6 +63,7 @@ def test_the_shipped_books_agree_with_the_solver_on_a_sample(name: str) -> None:
 
 
 @pytest.mark.parametrize("name", sorted(BOOKS))
+@pytest.mark.slow
 def test_the_shipped_books_hold_no_evaluation_position_and_no_duplicate(name: str) -> None:
     book = load_book(SIX_BY_SEVEN, BOOKS[name].file)
     assert book is not None

@@ -75,6 +75,7 @@ def test_the_shipped_labels_cover_both_presets_of_seed_0() -> None:
     assert store.offsets[-1] == 200_000
 
 
+@pytest.mark.slow
 def test_a_shipped_chunk_equals_its_relabelling() -> None:
     settings = ChunkSettings(STANDARD.key, 8, 0.35, 1_000_000)
     jobs = chunk_jobs(settings, 200_000, 0, frozenset(evaluation_keys(STANDARD)))

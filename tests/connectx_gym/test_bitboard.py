@@ -191,6 +191,7 @@ def check_against_reference(board: Board, ref: RefGame) -> None:
 @example(geometry=sized(9, 9, 5), rng=random.Random(1))
 @example(geometry=sized(10, 12, 4), rng=random.Random(2))
 @example(geometry=sized(6, 7, 4), rng=random.Random(3))
+@pytest.mark.slow
 def test_random_games_match_reference(geometry: Geometry, rng: random.Random) -> None:
     board = Board(geometry, 0, 0, 0)
     ref = RefGame(geometry.rows, geometry.columns, geometry.inarow)

@@ -57,6 +57,7 @@ def test_evaluate_text_and_saved_model(capsys: pytest.CaptureFixture[str], tmp_p
         assert expected in out
 
 
+@pytest.mark.slow
 def test_tournament_command(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
     png = tmp_path / "t.png"
     code, out, err = run(
@@ -169,6 +170,7 @@ def test_bad_input_is_a_clean_error(
     assert "usage:" not in err
 
 
+@pytest.mark.slow
 def test_entry_point_and_light_imports() -> None:
     # `connectx evaluate` must not import torch; a bad spec exits non-zero without a traceback.
     code = (

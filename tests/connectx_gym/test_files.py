@@ -237,6 +237,7 @@ def test_kaggle_py_agent_file(tmp_path: Path) -> None:
         make_policy(str(empty))
 
 
+@pytest.mark.slow
 def test_sb3_zip_warns_and_matches_model(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     from connectx_gym.env import ConnectXEnv

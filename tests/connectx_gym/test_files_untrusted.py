@@ -90,6 +90,7 @@ def test_board_in_metadata_is_checked_first(
     refused(write_archive(tmp_path / "big.npz", meta, linear_arrays()), reason)
 
 
+@pytest.mark.slow
 def test_unused_arrays_are_never_inflated(tmp_path: Path) -> None:
     # 400 MB of zeros compress to about 400 KB; the network does not name them.
     path = tmp_path / "bomb.npz"

@@ -69,6 +69,7 @@ def test_transforms_are_read_only() -> None:
             matrix[0, 0] = 2.0
 
 
+@pytest.mark.slow
 def test_shipped_network_plays_the_same_moves_either_way() -> None:
     weights = load_file(shipped_weights("ppo"))
     direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}

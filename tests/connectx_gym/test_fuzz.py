@@ -51,6 +51,7 @@ def make(spec: str) -> Policy | None:
 
 @settings(max_examples=300, deadline=2000, suppress_health_check=[HealthCheck.too_slow])
 @given(st.one_of(specs(), st.text(max_size=300)))
+@pytest.mark.slow
 def test_spec_strings_give_a_policy_or_a_clear_error(spec: str) -> None:
     policy = make(spec)
     with contextlib.suppress(ValueError):
@@ -95,6 +96,7 @@ OPTIONS = st.one_of(
     actions=st.lists(ACTIONS, max_size=30),
     illegal=st.sampled_from(["lose", "raise"]),
 )
+@pytest.mark.slow
 def test_env_actions_and_options(
     size: tuple[int, int, int], options: Any, actions: list[Any], illegal: str
 ) -> None:

@@ -47,6 +47,7 @@ def test_raw_env_passes_api_test_too():
     api_test(raw_env(5, 4, 3), num_cycles=200)
 
 
+@pytest.mark.slow
 def test_same_games_as_connect_four_v3():
     pytest.importorskip("pygame")  # connect_four_v3 imports it
     from pettingzoo.classic.connect_four import connect_four as reference

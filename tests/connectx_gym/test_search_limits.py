@@ -42,6 +42,7 @@ def _default_sigint() -> None:
         ("solver:time_budget=120", "solver:time_budget=0.1"),
     ],
 )
+@pytest.mark.slow
 def test_ctrl_c_stops_a_deep_search(spec: str, warm_up: str) -> None:
     child = subprocess.Popen(
         [sys.executable, "-c", CHILD, spec, warm_up],
@@ -191,6 +192,7 @@ def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyP
     assert make_policy("solver:table_bits=14").table_bits == 14
 
 
+@pytest.mark.slow
 def test_the_shared_solvers_keep_a_few_geometries() -> None:
     from baselines import solver
 

@@ -121,6 +121,7 @@ def test_short_labels() -> None:
     assert long.endswith("0.25")
 
 
+@pytest.mark.slow
 def test_plot_stays_readable_for_long_names_and_many_players(tmp_path: Path) -> None:
     pytest.importorskip("matplotlib")
     from matplotlib import image

@@ -157,6 +157,7 @@ def test_analyse_falls_back_with_a_note_when_not_proven(client) -> None:
     assert len(data["best"]) >= 1
 
 
+@pytest.mark.slow
 def test_analyse_caps_the_time_budget(client) -> None:
     data = client.post("/api/analyse", json={**position([3]), "time_budget": 1e9}).get_json()
     assert data["time_budget"] == 5.0
@@ -291,6 +292,7 @@ def test_symlinks_out_of_the_models_directory_are_refused(client, models: Path) 
     assert "link.py" not in json.dumps(listed)  # not offered either
 
 
+@pytest.mark.slow
 def test_a_slow_policy_is_cut_off_and_the_server_recovers(models: Path) -> None:
     client = create_app("random", models=models, move_timeout=1.0).test_client()
     start = time.perf_counter()

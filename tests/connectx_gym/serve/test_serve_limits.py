@@ -152,6 +152,7 @@ def timed_post(client, path: str, body: dict) -> tuple[int, dict, float]:
         ("/api/move", {"mark": 2, "opponent": "alphabeta:time_budget=5"}),
     ],
 )
+@pytest.mark.slow
 def test_a_search_answered_503_stops_at_once(app, path: str, body: dict) -> None:
     client = app.test_client()
     status, data, seconds = timed_post(client, path, {**position([3]), **body})
@@ -167,6 +168,7 @@ def test_a_search_answered_503_stops_at_once(app, path: str, body: dict) -> None
     assert seconds < 0.5
 
 
+@pytest.mark.slow
 def test_the_queue_is_bounded_and_abandoned_searches_never_start(app) -> None:
     client = app.test_client()
     answers: list[tuple[int, dict, float]] = []
@@ -193,6 +195,7 @@ def test_the_queue_is_bounded_and_abandoned_searches_never_start(app) -> None:
     assert seconds < 0.5  # no abandoned analysis ran after the burst
 
 
+@pytest.mark.slow
 def test_a_looping_agent_file_is_killed_at_the_deadline(agent_app, models: Path) -> None:
     client = agent_app.test_client()
     for _ in range(2):  # and again: a new child each time, the server is never held
@@ -209,6 +212,7 @@ def test_a_looping_agent_file_is_killed_at_the_deadline(agent_app, models: Path)
     assert data["column"] == 0
 
 
+@pytest.mark.slow
 def test_kaggle_agents_run_in_a_child_killed_at_the_deadline(
     agent_app, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -252,6 +256,7 @@ def test_kaggle_negamax_is_capped_by_the_board_size(app) -> None:
         ("hard_exit.py", "hard_exit.py ended its process (exit code 7)"),
     ],
 )
+@pytest.mark.slow
 def test_an_agent_that_exits_gets_a_json_error_naming_the_file(agent_app, agent, message) -> None:
     client = agent_app.test_client()
     for _ in range(2):  # the child is started again for the next request
@@ -319,6 +324,7 @@ def test_out_of_range_numbers_get_a_400(app, endpoint: str, body: dict, message:
     assert len(error) < 300  # a one-line message, not the value echoed
 
 
+@pytest.mark.slow
 def test_a_huge_time_budget_is_capped_not_an_overflow(agent_app) -> None:
     body = f'{{"board": {[0] * 42}, "time_budget": 1{"0" * 400}}}'
     answer = agent_app.test_client().post(

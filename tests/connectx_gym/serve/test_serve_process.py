@@ -141,6 +141,7 @@ def agent_process(server_pid: int) -> int:
     return found[0]
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_a_held_server_at_once(server) -> None:
     process, port = server
     hold_the_worker(port)
@@ -154,6 +155,7 @@ def test_ctrl_c_stops_a_held_server_at_once(server) -> None:
     assert wait_until(lambda: not alive(child), 5), "the agent's process outlived the server"
 
 
+@pytest.mark.slow
 def test_agent_processes_die_with_a_killed_server(server) -> None:
     process, port = server
     hold_the_worker(port)
@@ -163,6 +165,7 @@ def test_agent_processes_die_with_a_killed_server(server) -> None:
     assert wait_until(lambda: not alive(child), 5), "the agent's process outlived the server"
 
 
+@pytest.mark.slow
 def test_a_chunked_body_over_the_limit_gets_413(server) -> None:
     _, port = server
 
