@@ -19,59 +19,14 @@ Run::
 from __future__ import annotations
 
 import argparse
-import os
 import platform
 import statistics
-import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
+from _machine import available_cores, machine_line
 
 SEED = 0
-
-
-def cpu_model() -> str:
-    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform``)."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if cpuinfo.exists():
-        for line in cpuinfo.read_text().splitlines():
-            if line.startswith("model name"):
-                return line.partition(":")[2].strip()
-    return platform.processor() or platform.machine()
-
-
-def bfloat16_support() -> str:
-    """Whether the CPU has native bfloat16 instructions (AVX512-BF16 or AMX), from its flags."""
-    cpuinfo = Path("/proc/cpuinfo")
-    if not cpuinfo.exists():
-        return "unknown (no /proc/cpuinfo)"
-    flags = set()
-    for line in cpuinfo.read_text().splitlines():
-        if line.startswith("flags"):
-            flags = set(line.partition(":")[2].split())
-            break
-    native = sorted(flags & {"avx512_bf16", "amx_bf16"})
-    return f"native ({', '.join(native)})" if native else "none native (emulated)"
-
-
-def gpu_name() -> str:
-    """The GPUs ``nvidia-smi`` lists, or 'none'."""
-    try:
-        listed = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name", "--format=csv,noheader"],
-            capture_output=True, text=True, timeout=10, check=True,
-        ).stdout.strip()  # fmt: skip
-    except (OSError, subprocess.SubprocessError):
-        return "none"
-    return ", ".join(listed.splitlines()) or "none"
-
-
-def available_cores() -> int:
-    """The cores this process may run on."""
-    if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
 
 
 def thread_counts(cores: int) -> list[int]:
@@ -107,8 +62,7 @@ def main() -> None:
     too_many = [count for count in counts if not 1 <= count <= numba.config.NUMBA_NUM_THREADS]
     if too_many:
         parser.error(f"--threads {too_many}: numba has 1 to {numba.config.NUMBA_NUM_THREADS}")
-    print(f"CPU: {cpu_model()}, {cores} cores available ({os.cpu_count()} in all); "
-          f"bfloat16: {bfloat16_support()}; GPU: {gpu_name()}")  # fmt: skip
+    print(machine_line())
     print(f"Python {platform.python_version()}, numba {numba.__version__} "
           f"(threading layer chosen at the first parallel call)")  # fmt: skip
 

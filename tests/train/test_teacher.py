@@ -386,6 +386,26 @@ def test_a_preset_is_refused_beside_resume() -> None:
     assert strong.teacher_positions == preset_config("strong").teacher_positions
 
 
+@pytest.mark.parametrize("labels", ["shipped", "label"])
+def test_teacher_labels_choose_whether_the_shipped_labels_are_read(
+    labels: str, small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    asked: dict[str, Any] = {}
+
+    def make(*args: Any, **kwargs: Any) -> TeacherSet:
+        asked.update(kwargs)
+        return small_set
+
+    monkeypatch.setattr(train_teacher, "make_teacher_set", make)
+    logs: list[str] = []
+    config = tiny_teacher_config(teacher_labels=labels, teacher_book="none")
+    load_teacher(config, tmp_path, logs.append)
+    assert asked["shipped"] is (labels == "shipped")
+    shipped_said = "read from the shipped labels where they hold them"
+    assert (shipped_said if labels == "shipped" else "all labelled") in logs[0]
+    assert f"--teacher-labels {labels}" in logs[0]
+
+
 def test_the_opening_book_is_added_to_the_runs_own_positions(
     small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
