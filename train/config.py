@@ -155,8 +155,8 @@ class TrainConfig:
     vf_coef: float = _field(0.5, "value loss coefficient")
     max_grad_norm: float = _field(0.5, "gradient clipping norm")
     # network
-    # 64 channels, 2 blocks and 1M steps (were 32, 1 and 2M): fewer mistakes and stronger against
-    # minimax 4 and alphabeta over two seeds each, in 20 of the 30 minutes on a quiet machine
+    # 64 channels and 2 blocks (were 32 and 1): fewer mistakes and stronger against minimax 4 and
+    # alphabeta over two seeds each (docs/experiments/bench_agent.md)
     channels: int = _field(64, "channels of the CNN's convolutions")
     blocks: int = _field(2, "residual blocks after the stem convolution")
     features_dim: int = _field(128, "size of the dense layer over the board")

@@ -13,10 +13,11 @@ __all__ = ["PRESETS"]
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (the main run: about 25 minutes on 2 CPU cores)", {}),
     "long": (
-        "the default run with 1,000,000 PPO steps instead of 300,000, the default until it was "
-        "sized to 2 CPU cores without bfloat16 (docs/experiments/long_report.md): for "
-        "machines with bfloat16 instructions or a GPU",
-        {"out": "runs/long", "timesteps": 1_000_000},
+        "the default run with 1,000,000 PPO steps instead of 300,000 and no time bound, the "
+        "default until it was sized to 2 CPU cores without bfloat16 "
+        "(docs/experiments/long_report.md): half an hour with bfloat16 instructions or a GPU, "
+        "longer in float32 on few cores",
+        {"out": "runs/long", "timesteps": 1_000_000, "max_minutes": 0.0},
     ),
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "

@@ -293,10 +293,11 @@ def test_presets_are_valid_configs() -> None:
     # The network and length of the README's default run (docs/experiments/default_report.md).
     default = TrainConfig()
     assert (default.channels, default.blocks, default.timesteps) == (64, 2, 300_000)
-    # --preset long: the same run with the million PPO steps it had before.
+    # --preset long: the same run with the million PPO steps it had before, and no time bound.
     long = preset_config("long")
-    assert dataclasses.replace(long, out=default.out, timesteps=default.timesteps) == default
-    assert long.timesteps == 1_000_000
+    assert (long.timesteps, long.max_minutes) == (1_000_000, 0)
+    same = {"out": default.out, "timesteps": default.timesteps, "max_minutes": default.max_minutes}
+    assert dataclasses.replace(long, **same) == default
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.
