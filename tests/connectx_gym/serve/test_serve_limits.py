@@ -172,10 +172,14 @@ def test_a_search_answered_503_stops_at_once(app, path: str, body: dict) -> None
 def test_the_queue_is_bounded_and_abandoned_searches_never_start(app) -> None:
     client = app.test_client()
     answers: list[tuple[int, dict, float]] = []
+    # all eight ask at once: started one by one on a loaded machine, a late one could arrive
+    # after the first search's 1.5 s deadline had freed its place
+    together = threading.Barrier(8)
 
     def analyse() -> None:
-        body = {**position([3]), "time_budget": 5}
-        answers.append(timed_post(app.test_client(), "/api/analyse", body))
+        body, own_client = {**position([3]), "time_budget": 5}, app.test_client()
+        together.wait()
+        answers.append(timed_post(own_client, "/api/analyse", body))
 
     threads = [threading.Thread(target=analyse) for _ in range(8)]
     for thread in threads:
