@@ -97,12 +97,10 @@ def batch_scores(
     """``out[k]``: :func:`board_scores` of board ``k`` (``current[k]``, ``mask[k]``), on one
     thread. ``frames``, ``bounds`` and ``states`` hold one set of scratch arrays per part
     (their first axis); this uses the first."""
-    frames0, bounds0, state0 = frames[0], bounds[0], states[0]
-    for k in range(current.shape[0]):
-        board_scores(
-            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames0,
-            bounds0, state0, out[k],
-        )  # fmt: skip
+    _score_boards(
+        kind, current, mask, 0, current.shape[0], depth, own_weights, other_weights, order, dims,
+        frames[0], bounds[0], states[0], out,
+    )  # fmt: skip
 
 
 @parallel
