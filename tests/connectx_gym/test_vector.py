@@ -12,6 +12,7 @@ from connectx_gym import Board, Geometry, IllegalMoveError, Policy, make_policy
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.env import ConnectXEnv
 from connectx_gym.vector import ConnectXVectorEnv
+from tests.support.board_batches import random_batch
 
 
 class Scripted(Policy):
@@ -225,22 +226,7 @@ def test_batched_search_opponents_score_like_the_single_ones(rows, columns, inar
 
     geometry = Geometry(rows, columns, inarow)
     rng = np.random.default_rng(0)
-    boards = []
-    while len(boards) < 12:
-        board = Board(geometry, 0, 0, 0)
-        for _ in range(rng.integers(0, 14)):
-            if board.is_terminal():
-                break
-            board = board.play(int(rng.choice(board.legal_moves())))
-        if not board.is_terminal():
-            boards.append(board)
-    word = np.int64 if geometry.fits_64_bits else object
-    batch = BoardBatch(
-        geometry,
-        np.array([b.current for b in boards], dtype=word),
-        np.array([b.mask for b in boards], dtype=word),
-        np.array([b.moves for b in boards]),
-    )
+    batch, boards = random_batch(geometry, 12, seed=0)
     policy = make_policy(spec)
     kind = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}[policy.name]
     if kind == MINIMAX:
