@@ -18,11 +18,9 @@ import contextlib
 import json
 import os
 import queue
-import signal
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 from typing import IO, Any
 
@@ -32,12 +30,12 @@ import connectx_gym
 from connectx_gym.bitboard import Board
 from connectx_gym.deadline import DeadlineExceededError, time_left
 from connectx_gym.policy import AgentExitError, IllegalMoveError, Policy, validate_answer
+from connectx_gym.worker_pool import die_with_parent
 
 __all__ = ["AgentError", "ChildPolicy", "main"]
 
 #: Seconds a child may take to start or to answer when the caller sets no deadline.
 DEFAULT_WAIT = 60.0
-_PR_SET_PDEATHSIG = 1
 
 
 class AgentError(RuntimeError):
@@ -147,21 +145,6 @@ def _read_lines(stream: IO[bytes], answers: queue.Queue[dict[str, Any] | None]) 
 
 
 # -- the child's side ---------------------------------------------------------------------------
-def _die_with(parent: int) -> None:
-    if sys.platform.startswith("linux"):
-        import ctypes
-
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL)
-
-    def watch() -> None:  # where prctl is missing, and for a parent gone before it was set
-        while os.getppid() == parent:
-            time.sleep(0.5)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
-
-
 def _plain(value: Any) -> Any:
     """What ``json`` cannot write itself: numpy values as lists and numbers, the rest as text."""
     return value.tolist() if isinstance(value, np.ndarray | np.generic) else str(value)
@@ -178,8 +161,8 @@ def _one_line(error: BaseException) -> str:
 def main(argv: list[str]) -> int:
     """The child: load ``argv[0]``'s policy, then answer positions read from stdin."""
     spec, parent = argv[0], int(argv[1])
-    _die_with(parent)
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the server's: it ends this child
+    # killed with the server however it ends; Ctrl-C is the server's (it ends this child)
+    die_with_parent(parent)
     # The protocol keeps the original stdin and stdout; the agent's prints go to stderr.
     requests = os.fdopen(os.dup(0), "rb")
     answers = os.fdopen(os.dup(1), "wb")
