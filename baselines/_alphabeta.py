@@ -15,15 +15,17 @@ The search keeps its own stack (numba cannot cache self-recursive functions) in 
 :mod:`baselines._layout`, shares its helpers with the solver (:mod:`baselines._kernels_common`:
 non-losing moves, the threat move sorter, the table probe and store) and reads the clock every
 ``check_every`` nodes; past ``deadline`` it stops and sets ``stats[STAT_ABORTED]``.
+
+:func:`deepen` is the agent's whole move: depth 1, 2, 3, ... over the root columns
+(:func:`root_scores`), best columns of the last depth first, until the depth limit, a proven
+result or the clock; the agent calls it for one board and the batch kernels for many.
 """
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
-from numba import objmode
 
+from baselines._clock import monotonic
 from baselines._kernels_common import (
     move_to_front,
     non_losing_moves,
@@ -48,10 +50,13 @@ from baselines._layout import (
     STAT_ABORTED,
     STAT_NEXT_CHECK,
     STAT_NODES,
+    STOPPED_LIMIT,
+    STOPPED_PROVEN,
+    STOPPED_TIME,
 )
 from baselines.heuristic import window_score
 from connectx_gym._dims import Dims, as_dims
-from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
+from connectx_gym.bitboard import column_mask, has_line, possible_moves, winning_cells
 
 #: Score of a win made with no stone on the board; real wins score ``WIN - stones``.
 WIN = 1_000_000
@@ -72,10 +77,8 @@ _UPPER = 2
 
 
 def now() -> float:
-    """``time.perf_counter()``, callable from compiled code."""
-    with objmode(current="float64"):
-        current = time.perf_counter()
-    return current
+    """``time.perf_counter()``, callable from compiled code (:mod:`baselines._clock`)."""
+    return monotonic()
 
 
 def _settle(
@@ -236,3 +239,131 @@ def search(
         # ``result`` is the score of the child last played at ``ply``, from the child's side.
         if raise_value(bounds, ply, -result):
             frames[ply, FRAME_BEST] = frames[ply, FRAME_MOVES + frames[ply, FRAME_NEXT] - 1]
+
+
+def move_deadline(start: float, time_budget: float) -> float:
+    """The clock time by which a move started at ``start`` with ``time_budget`` seconds stops
+    searching (a margin left for the caller)."""
+    return start + 0.92 * time_budget - 0.002
+
+
+def root_scores(
+    current: int,
+    mask: int,
+    stones: int,
+    depth: int,
+    deadline: float,
+    check_every: int,
+    stats: np.ndarray,
+    out: np.ndarray,
+    root_order: np.ndarray,
+    table,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames,
+    bounds: np.ndarray,
+) -> bool:
+    """``out[c]``: the score of playing column ``c`` at ``depth`` plies (NaN: full column), the
+    columns searched in ``root_order``; exact for the columns of the best score, upper bounds
+    below it for the others (only columns strictly worse than the best so far are pruned).
+    False, with ``out`` incomplete, when the clock passed ``deadline``."""
+    d = as_dims(dims)
+    opponent = current ^ mask
+    possible = possible_moves(mask, d.bottom, d.board)
+    best = -INFINITY
+    out[:] = np.nan
+    for i in range(root_order.shape[0]):
+        column = int(root_order[i])  # a Python integer on boards beyond 64 bits
+        move = possible & column_mask(column, d.height)
+        if move == 0:
+            continue
+        if has_line(current | move, d.height, d.inarow, d.size):
+            value = WIN - stones - 1
+        else:
+            value = -search(
+                opponent, mask | move, stones + 1, depth - 1, -INFINITY, 1 - best, deadline,
+                check_every, stats, table, own_weights, other_weights, order, dims, frames,
+                bounds,
+            )  # fmt: skip
+            if stats[STAT_ABORTED]:
+                return False
+        out[column] = value
+        best = max(best, value)
+    return True
+
+
+def _decided(scores: np.ndarray, cells: int) -> bool:
+    """True when the best column is a proven win, or every column a proven loss."""
+    top = -np.inf
+    for value in scores:
+        if not np.isnan(value):
+            top = max(top, value)
+    return top >= WIN - cells or top <= cells - WIN
+
+
+def _rank(scores: np.ndarray, column: int) -> float:
+    """The score of ``column`` for ordering (a full column last)."""
+    value = scores[column]
+    return -np.inf if np.isnan(value) else value
+
+
+def _order_by(scores: np.ndarray, order: np.ndarray, out: np.ndarray) -> None:
+    """``out``: ``order`` sorted by ``scores``, best first, stably (so centre first on ties)."""
+    for i in range(order.shape[0]):
+        column = order[i]
+        rank = _rank(scores, column)
+        j = i
+        while j > 0 and _rank(scores, out[j - 1]) < rank:
+            out[j] = out[j - 1]
+            j -= 1
+        out[j] = column
+
+
+def deepen(
+    current: int,
+    mask: int,
+    stones: int,
+    limit: int,
+    start: float,
+    deadline: float,
+    check_every: int,
+    stats: np.ndarray,
+    scores: np.ndarray,
+    table,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames,
+    bounds: np.ndarray,
+) -> tuple[int, int]:
+    """The agent's move on a board with no line and a free cell: ``scores`` (per column, as
+    :func:`root_scores` gives them) of the deepest search completed, deepening from depth 1
+    (always completed) to ``limit`` plies. Returns that depth and why it stopped (``STOPPED_*``):
+    a proven win or loss, or the clock, which the search started at ``start`` reads between
+    depths (a depth past 45% of the time to ``deadline`` would most likely not finish) and
+    inside the tree."""
+    d = as_dims(dims)
+    trial = np.empty_like(scores)
+    root_order = order.copy()
+    root_scores(
+        current, mask, stones, 1, np.inf, check_every, stats, scores, root_order, table,
+        own_weights, other_weights, order, dims, frames, bounds,
+    )  # fmt: skip
+    reached = 1
+    for depth in range(2, limit + 1):
+        if _decided(scores, d.cells):
+            return reached, STOPPED_PROVEN
+        if now() - start > 0.45 * (deadline - start):
+            return reached, STOPPED_TIME
+        _order_by(scores, order, root_order)
+        if not root_scores(
+            current, mask, stones, depth, deadline, check_every, stats, trial, root_order, table,
+            own_weights, other_weights, order, dims, frames, bounds,
+        ):  # fmt: skip
+            return reached, STOPPED_TIME
+        scores[:] = trial
+        reached = depth
+    return reached, STOPPED_LIMIT

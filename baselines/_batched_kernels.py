@@ -4,6 +4,10 @@
 :mod:`baselines._minimax` and :mod:`baselines._resumable`: a change of their signatures touches it
 alone. :func:`batch_scores` runs the boards on one thread; :func:`batch_scores_parallel` spreads
 them over numba's threads (each board's search is independent, so the scores are the same).
+:func:`alphabeta_scores` and :func:`alphabeta_scores_parallel` do the same for the alpha-beta
+agent's iterative deepening (:func:`baselines._alphabeta.deepen`), each board searched from an
+empty transposition table, so that a board's scores do not depend on the boards searched before
+it in the same table.
 Compiled by numba through :func:`connectx_gym._jit.backend` for boards of up to 64 bits.
 """
 
@@ -12,9 +16,19 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from baselines._layout import STAT_BUDGET, STAT_NODES, STAT_PLY, STAT_ROOT
+from baselines._alphabeta import deepen, move_deadline, now
+from baselines._layout import (
+    STAT_ABORTED,
+    STAT_BUDGET,
+    STAT_NEXT_CHECK,
+    STAT_NODES,
+    STAT_PLY,
+    STAT_ROOT,
+    TABLE_KEY,
+)
 from baselines._minimax import onestep_scores
 from baselines._resumable import MINIMAX, minimax_run, negamax_run
+from connectx_gym._dims import as_dims
 from connectx_gym._jit import parallel
 
 ONESTEP = 0
@@ -128,4 +142,100 @@ def batch_scores_parallel(
             kind, current, mask, part * boards // parts, (part + 1) * boards // parts, depth,
             own_weights, other_weights, order, dims, frames[part], bounds[part], states[part],
             out,
+        )  # fmt: skip
+
+
+def _alphabeta_boards(
+    current: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    first: int,
+    step: int,
+    max_depth: int,
+    time_budget: float,
+    check_every: int,
+    stats: np.ndarray,
+    out: np.ndarray,
+    table,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames,
+    bounds: np.ndarray,
+) -> None:
+    """``out[k]``: the alpha-beta agent's scores of board ``k`` (``moves[k]`` stones, no line,
+    a free cell) for ``k = first, first + step, ...``, each searched to ``max_depth`` plies (at
+    most to the game's end) within ``time_budget`` seconds from an empty ``table``, one after
+    the other."""
+    for k in range(first, current.shape[0], step):
+        table[:, TABLE_KEY] = 0
+        stats[STAT_NODES] = 0
+        stats[STAT_ABORTED] = 0
+        stats[STAT_NEXT_CHECK] = 0
+        limit = min(max_depth, as_dims(dims).cells - moves[k])
+        start = now()
+        deadline = move_deadline(start, time_budget)
+        deepen(
+            current[k], mask[k], moves[k], limit, start, deadline, check_every, stats, out[k],
+            table, own_weights, other_weights, order, dims, frames, bounds,
+        )  # fmt: skip
+
+
+def alphabeta_scores(
+    current: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    max_depth: int,
+    time_budget: float,
+    check_every: int,
+    stats: np.ndarray,
+    out: np.ndarray,
+    tables,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames,
+    bounds: np.ndarray,
+) -> None:
+    """``out[k]``: the alpha-beta agent's scores of board ``k`` (see :func:`_alphabeta_boards`),
+    on one thread. ``stats``, ``tables``, ``frames`` and ``bounds`` hold one set of scratch
+    arrays per part (their first axis); this uses the first."""
+    _alphabeta_boards(
+        current, mask, moves, 0, 1, max_depth, time_budget, check_every, stats[0],
+        out, tables[0], own_weights, other_weights, order, dims, frames[0], bounds[0],
+    )  # fmt: skip
+
+
+@parallel
+def alphabeta_scores_parallel(
+    current: np.ndarray,
+    mask: np.ndarray,
+    moves: np.ndarray,
+    max_depth: int,
+    time_budget: float,
+    check_every: int,
+    stats: np.ndarray,
+    out: np.ndarray,
+    tables,
+    own_weights: np.ndarray,
+    other_weights: np.ndarray,
+    order: np.ndarray,
+    dims,
+    frames,
+    bounds: np.ndarray,
+) -> None:
+    """:func:`alphabeta_scores` with the boards dealt to ``tables.shape[0]`` parts (part ``p``:
+    boards ``p``, ``p + parts``, ...: searches of a game's end or a lost position take far
+    longer than others, and neighbouring boards are often alike), spread over numba's threads,
+    each part in its own table and scratch arrays. Each board is searched from an empty table,
+    so its scores are those of :func:`alphabeta_scores` (when the depth limit, not the clock,
+    ends the searches)."""
+    parts = tables.shape[0]
+    for part in prange(parts):
+        _alphabeta_boards(
+            current, mask, moves, part, parts, max_depth, time_budget, check_every, stats[part],
+            out, tables[part], own_weights, other_weights, order, dims, frames[part],
+            bounds[part],
         )  # fmt: skip

@@ -51,6 +51,12 @@ STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline 
 STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
 STAT_SIZE = 6
 
+# Why an iterative deepening stopped: its depth limit (or the game's end) reached, a proven
+# result, the clock (the next depth would most likely not finish, or the deadline passed).
+STOPPED_LIMIT = 0
+STOPPED_PROVEN = 1
+STOPPED_TIME = 2
+
 # Column of a transposition table row holding the key of the position stored there.
 TABLE_KEY = 0
 

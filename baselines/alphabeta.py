@@ -12,19 +12,32 @@ the best score are known and the agent picks among them with the caller's genera
 
 from __future__ import annotations
 
-import math
 import time
 
 import numpy as np
 
 from baselines._checks import require_depth_fits, require_seconds, signal_safe
-from baselines._layout import STAT_ABORTED, STAT_NODES, center_order, new_frames, new_state
+from baselines._layout import (
+    STAT_NODES,
+    STOPPED_LIMIT,
+    STOPPED_PROVEN,
+    STOPPED_TIME,
+    center_order,
+    new_frames,
+    new_state,
+)
 from baselines.heuristic import WindowWeights
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.deadline import time_left
-from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
+from connectx_gym.policy import (
+    Policy,
+    choose_best,
+    register_batch_actor,
+    require_depth,
+    require_playable,
+)
 
 __all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
 
@@ -32,6 +45,7 @@ __all__ = ["ALPHABETA_WEIGHTS", "AlphaBetaPolicy"]
 ALPHABETA_WEIGHTS = WindowWeights.relative({1: 16, 2: 4, 3: 1}, {1: -16, 2: -4, 3: -1})
 
 _TABLE_SIZE = (1 << 19) + 21  # not a power of two: keys are ``current + mask + 1``
+_STOPPED_NAMES = {STOPPED_PROVEN: "proven", STOPPED_TIME: "time"}
 
 
 class _Tables:
@@ -114,47 +128,29 @@ class AlphaBetaPolicy(Policy):
             # they happen here too: a depth-2 search reads the clock at its first node.
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
-                stats = new_state()
-                self._search_depth(empty, tables, 2, time.perf_counter() + 3600.0, stats)
+                start = time.perf_counter()
+                self._deepen(empty, tables, 2, start, start + 3600.0, new_state())
             tables.clear()
             tables.warm = True
         return tables
 
-    def _search_depth(
+    def _deepen(
         self,
         board: Board,
         tables: _Tables,
-        depth: int,
+        limit: int,
+        start: float,
         deadline: float,
         stats: np.ndarray,
-        order: list[int] | None = None,
-    ) -> np.ndarray | None:
-        """Root scores at ``depth`` plies (``None`` if the deadline passed): exact for the
-        columns of the best score, upper bounds below it for the others."""
-        g = board.geometry
-        kernels = tables.kernels
-        win = kernels.WIN
-        scores = np.full(g.columns, np.nan)
-        best = -kernels.INFINITY
-        opponent = board.opponent
-        search, infinity, arguments = kernels.search, kernels.INFINITY, tables.arguments
-        for column in order if order is not None else tables.order.tolist():
-            if not board.can_play(column):
-                continue
-            move = board.move_bit(column)
-            if g.has_line(board.current | move):
-                value = win - board.moves - 1
-            else:
-                # The child's beta: only columns strictly worse than the best are pruned.
-                value = -search(
-                    opponent, board.mask | move, board.moves + 1, depth - 1, -infinity, 1 - best,
-                    deadline, tables.check_every, stats, *arguments,
-                )  # fmt: skip
-                if stats[STAT_ABORTED]:
-                    return None
-            scores[column] = value
-            best = max(best, value)
-        return scores
+    ) -> tuple[np.ndarray, int, int]:
+        """The root scores of the deepest search completed, that depth and why it stopped
+        (:func:`baselines._alphabeta.deepen`)."""
+        scores = np.full(board.geometry.columns, np.nan)
+        reached, stopped = tables.kernels.deepen(
+            board.current, board.mask, board.moves, limit, start, deadline, tables.check_every,
+            stats, scores, *tables.arguments,
+        )  # fmt: skip
+        return scores, int(reached), int(stopped)
 
     def scores(self, board: Board) -> np.ndarray:
         """Scores of the deepest search completed in the budget (NaN for full columns).
@@ -177,49 +173,25 @@ class AlphaBetaPolicy(Policy):
             return np.full(g.columns, np.nan)
         tables = self._get_tables(g)
         start = time.perf_counter()
-        deadline = start + 0.92 * self.time_budget - 0.002
+        deadline = tables.kernels.move_deadline(start, self.time_budget)
         # The caller's deadline (connectx serve's requests), if any, stops it too: it answers with
         # the deepest search completed by then.
         outer = time_left()
         if outer is not None:
             deadline = min(deadline, start + outer)
         stats = new_state()
-        win = tables.kernels.WIN
-        limit = g.cells - board.moves
-        if self.max_depth is not None:
-            limit = min(limit, self.max_depth)
-        # Depth 1 always completes: it only settles each child, so there is always a move.
-        best_scores = self._search_depth(board, tables, 1, math.inf, stats)
-        assert best_scores is not None
-        reached, stopped = 1, "end of game" if limit == g.cells - board.moves else "max_depth"
-        for depth in range(2, limit + 1):
-            if self._decided(best_scores, win, g):
-                stopped = "proven"
-                break
-            if time.perf_counter() - start > 0.45 * (deadline - start):
-                stopped = "time"  # the next depth would most likely not finish in time
-                break
-            previous = np.nan_to_num(best_scores, nan=-np.inf)
-            # Best columns of the previous depth first; sorted() is stable: centre first on ties.
-            order = sorted(tables.order.tolist(), key=lambda c: -previous[c])
-            scores = self._search_depth(board, tables, depth, deadline, stats, order)
-            if scores is None:
-                stopped = "time"
-                break
-            best_scores, reached = scores, depth
+        to_end = g.cells - board.moves
+        limit = to_end if self.max_depth is None else min(to_end, self.max_depth)
+        scores, reached, stopped = self._deepen(board, tables, limit, start, deadline, stats)
         self.last_info = {
             "depth": reached,
-            "stopped": stopped,
+            "stopped": _STOPPED_NAMES[stopped]
+            if stopped != STOPPED_LIMIT
+            else ("end of game" if limit == to_end else "max_depth"),
             "nodes": int(stats[STAT_NODES]),
             "seconds": time.perf_counter() - start,
         }
-        return best_scores
-
-    @staticmethod
-    def _decided(scores: np.ndarray, win: int, geometry: Geometry) -> bool:
-        """True when the best column is a proven win, or every column a proven loss."""
-        legal = scores[~np.isnan(scores)]
-        return bool(legal.max() >= win - geometry.cells or legal.max() <= geometry.cells - win)
+        return scores
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
         require_playable(board)
@@ -231,3 +203,6 @@ class AlphaBetaPolicy(Policy):
     def __repr__(self) -> str:
         depth = "" if self.max_depth is None else f", max_depth={self.max_depth}"
         return f"AlphaBetaPolicy(time_budget={self.time_budget}{depth})"
+
+
+register_batch_actor(AlphaBetaPolicy, "baselines.batched:alphabeta_act_batch")

@@ -1,9 +1,12 @@
 """Batch actors of the search agents: one numba call scores every board facing the agent.
 
-The batched env (:mod:`connectx_gym.vector`) asks ``onestep``, ``minimax`` and ``negamax``
-opponents for all their boards at once through these functions (registered by class in
-:mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop calls them); the
-column is one of maximal score with ties broken by the caller's generator.
+The batched env (:mod:`connectx_gym.vector`) asks ``onestep``, ``minimax``, ``negamax`` and
+``alphabeta`` opponents for all their boards at once through these functions (registered by class
+in :mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop calls them); the
+column is one of maximal score with ties broken by the caller's generator. ``alphabeta`` searches
+each board as its :meth:`~baselines.alphabeta.AlphaBetaPolicy.scores` does after a ``reset``
+(from an empty transposition table), in a table smaller than the agent's own
+(:data:`ALPHABETA_TABLE_SIZE` rows, emptied faster).
 
 A batch whose searches are long enough is cut into one part per thread and the parts are searched
 at once, on numba's threads (``numba.set_num_threads`` or the ``NUMBA_NUM_THREADS`` environment
@@ -14,20 +17,28 @@ others, so the answers do not depend on the threads.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
+from baselines._alphabeta import TABLE_WIDTH
 from baselines._batched_kernels import ONESTEP
-from baselines._checks import require_depth_fits
+from baselines._checks import require_depth_fits, signal_safe
 from baselines._layout import center_order, new_frames, new_state
 from baselines._resumable import MINIMAX, NEGAMAX
 from baselines._thread_choice import ThreadChoice
+from baselines.alphabeta import AlphaBetaPolicy
 from baselines.lookahead import MinimaxPolicy, OneStepPolicy
 from baselines.negamax import NegamaxPolicy
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.batch import BoardBatch, choose_best_batch
+from connectx_gym.bitboard import Geometry
 
 __all__ = [
+    "ALPHABETA_TABLE_SIZE",
+    "alphabeta_act_batch",
+    "alphabeta_batch_scores",
     "batch_scores",
     "minimax_act_batch",
     "negamax_act_batch",
@@ -40,6 +51,13 @@ _NO_WEIGHTS = np.zeros(1)
 #: estimate that decides whether a batch may be spread over threads.
 NANOSECONDS_PER_NODE = {ONESTEP: 150.0, MINIMAX: 150.0, NEGAMAX: 2.0}
 _thread_choice = ThreadChoice()
+#: Rows of the transposition table of each part of an ``alphabeta`` batch, emptied before each
+#: board (not a power of two: keys are ``current + mask + 1``).
+ALPHABETA_TABLE_SIZE = (1 << 13) + 3
+#: Rough one-thread nanoseconds of an ``alphabeta`` board, for the thread choice (depth 8 on the
+#: 6x7 board: about a millisecond on a 2-core AMD EPYC).
+ALPHABETA_NANOSECONDS = 1_000_000.0
+_scratch = threading.local()  # per thread: the parts' tables and stacks, by geometry and parts
 
 
 def batch_scores(
@@ -102,3 +120,62 @@ def negamax_act_batch(
     """:meth:`NegamaxPolicy.act` on every board of ``batch``."""
     scores = batch_scores(NEGAMAX, batch, policy.depth, _NO_WEIGHTS, _NO_WEIGHTS)
     return choose_best_batch(scores, rng)
+
+
+def _alphabeta_scratch(geometry: Geometry, parts: int) -> tuple[np.ndarray, ...]:
+    """Tables, frames, bounds and stats for ``parts`` parts, kept for this thread's next batch."""
+    kept = getattr(_scratch, "alphabeta", None)
+    if kept is None:
+        kept = _scratch.alphabeta = {}
+    key = (geometry, parts, ALPHABETA_TABLE_SIZE)
+    if key not in kept:
+        dtype = np.int64 if geometry.fits_64_bits else object
+        frames, bounds = new_frames(geometry.cells, geometry)
+        kept[key] = (
+            np.zeros((parts, ALPHABETA_TABLE_SIZE, TABLE_WIDTH), dtype=dtype),
+            np.stack([frames] * parts),
+            np.stack([bounds] * parts),
+            np.stack([np.pad(new_state(), (0, 16)) for _ in range(parts)]),
+        )
+    return kept[key]
+
+
+def alphabeta_batch_scores(
+    policy: AlphaBetaPolicy, batch: BoardBatch, threads: int | None = None
+) -> np.ndarray:
+    """``(n, columns)`` scores of ``policy`` (NaN: full columns) on every board of ``batch`` (no
+    board over), each searched from an empty table to the policy's ``max_depth`` within its
+    ``time_budget``, on ``threads`` threads (None: chosen as for :func:`batch_scores`)."""
+    g = batch.geometry
+    boards = len(batch)
+    max_depth = g.cells if policy.max_depth is None else policy.max_depth
+    require_depth_fits("max_depth", max_depth, g)
+    out = np.full((boards, g.columns), np.nan)
+    key = ("alphabeta", max_depth, policy.time_budget, boards.bit_length())
+    if not g.fits_64_bits:  # Python integers: one thread
+        threads = 1
+    elif threads is None:
+        import numba
+
+        available = min(numba.get_num_threads(), boards)
+        threads = _thread_choice.threads(key, available, boards * ALPHABETA_NANOSECONDS)
+    parts = max(1, min(threads, boards))
+    tables, frames, bounds, stats = _alphabeta_scratch(g, parts)
+    own, other = policy.weights.arrays(g.inarow)
+    kernels = backend("baselines._batched_kernels", g)
+    score = kernels.alphabeta_scores_parallel if parts > 1 else kernels.alphabeta_scores
+    arguments = (
+        batch.current, batch.mask, batch.moves, max_depth, policy.time_budget,
+        256 if g.fits_64_bits else 8, stats, out, tables, own, other, center_order(g.columns),
+        dims_arg(g), frames, bounds,
+    )  # fmt: skip
+    # Ctrl-C stops the searches at their next read of the clock.
+    _thread_choice.run(key, parts, boards, lambda: signal_safe(lambda: score(*arguments)))
+    return out
+
+
+def alphabeta_act_batch(
+    policy: AlphaBetaPolicy, batch: BoardBatch, rng: np.random.Generator
+) -> np.ndarray:
+    """:meth:`AlphaBetaPolicy.act` on every board of ``batch``, each from an empty table."""
+    return choose_best_batch(alphabeta_batch_scores(policy, batch), rng)

@@ -1,5 +1,5 @@
-"""Rollout steps per second against ``minimax:depth=4`` on 1, 2, 4, ... threads: how the batched
-env's searching opponents scale with the cores.
+"""Rollout steps per second against ``minimax:depth=4`` (or ``--opponent``) on 1, 2, 4, ...
+threads: how the batched env's searching opponents scale with the cores.
 
 Each step of ``gymnasium.make_vec("ConnectX-v0", num_envs=B, opponent="minimax:depth=4")`` plays
 B random legal agent moves (drawn from the mask with a seeded generator) and the opponents'
@@ -13,6 +13,7 @@ Run::
 
     python benchmarks/bench_rollout_scaling.py                 # 1, 2, 4, ... up to every core
     python benchmarks/bench_rollout_scaling.py --threads 1 2 16 --envs 512
+    python benchmarks/bench_rollout_scaling.py --opponent alphabeta:max_depth=8  # the curriculum's
     python benchmarks/bench_rollout_scaling.py --quick         # 1 round of 0.3 s (CI: --smoke)
 """
 
@@ -40,7 +41,12 @@ def thread_counts(cores: int) -> list[int]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--depth", type=int, default=4, help="the minimax opponent's depth")
+    parser.add_argument(
+        "--opponent",
+        default="minimax:depth=4",
+        help="the opponent spec (a searcher with a batch answer: onestep, minimax, negamax, "
+        "alphabeta with a max_depth)",
+    )
     parser.add_argument("--envs", type=int, default=256, help="boards of the batched env")
     parser.add_argument("--threads", type=int, nargs="+", help="thread counts (default 1, 2, 4..)")
     parser.add_argument("--rounds", type=int, default=3)
@@ -66,7 +72,7 @@ def main() -> None:
     print(f"Python {platform.python_version()}, numba {numba.__version__} "
           f"(threading layer chosen at the first parallel call)")  # fmt: skip
 
-    opponent = f"minimax:depth={args.depth}"
+    opponent = args.opponent
     env = gym.make_vec("ConnectX-v0", num_envs=args.envs, opponent=opponent)
     rng = np.random.default_rng(SEED)
     env.reset(seed=SEED)

@@ -6,7 +6,8 @@ Python integers (any board) or compiled by numba on ``int64`` (boards that fit i
 
 * :func:`jit` compiles one function (``numba.njit(cache=True)``), once per process;
 * :func:`jit_module` makes a second copy of a kernel module whose functions are compiled;
-* :class:`Backend` picks the compiled copy or the plain module for a geometry, and pickles.
+* :class:`Backend` picks the compiled copy or the plain module for a geometry, and pickles;
+* :func:`plain` marks a function that numba compiles through an overload of its own (a clock).
 
 Importing this module does not import numba; compiling does. A kernel may call kernels imported
 from another module of its own package (their compiled copies are used). Avoid kernels that call
@@ -53,6 +54,13 @@ def parallel(function: F) -> F:
     return function
 
 
+def plain(function: F) -> F:
+    """Mark ``function`` as one that :func:`jit_module` leaves as it is: plain Python, with its
+    compiled form registered with numba by its own module (``numba.extending.overload``)."""
+    function.jit_plain = True  # type: ignore[attr-defined]
+    return function
+
+
 def jit(function: F) -> F:
     """``function`` compiled by ``numba.njit(cache=True)``, compiled once per process (without
     reference counting when marked by :func:`helper`, over threads when marked by
@@ -85,7 +93,7 @@ def jit_module(name: str) -> ModuleType:
     spec.loader.exec_module(module)
     package = name.partition(".")[0] + "."
     for attribute, value in list(vars(module).items()):
-        if not isinstance(value, FunctionType):
+        if not isinstance(value, FunctionType) or getattr(value, "jit_plain", False):
             continue
         home = value.__module__
         if home == module.__name__ or home in COMPILED_SOURCES:

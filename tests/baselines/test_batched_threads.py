@@ -1,16 +1,23 @@
 """The batch opponents on several threads answer exactly what they answer on one thread and
-what the single-board policies answer; the choice between one thread and many."""
+what the single-board policies answer (alphabeta: after a reset); the choice between one thread
+and many."""
 
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+import baselines.alphabeta
+import baselines.batched
 from baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
-from baselines.batched import MINIMAX, NEGAMAX, ONESTEP, batch_scores
+from baselines.alphabeta import AlphaBetaPolicy
+from baselines.batched import MINIMAX, NEGAMAX, ONESTEP, alphabeta_batch_scores, batch_scores
 from connectx_gym import Board, Geometry, make_policy
+from connectx_gym.batch import batch_actor, choose_columns
 from tests.support.board_batches import random_batch
 
 KINDS = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}
@@ -65,6 +72,78 @@ def test_boards_beyond_64_bits_score_on_one_thread_alike() -> None:
     own, other = make_policy("onestep").weights.arrays(5)
     scores = batch_scores(ONESTEP, batch, 1, own, other, threads=4)
     np.testing.assert_array_equal(scores, single_scores("onestep", boards))
+
+
+def alphabeta_after_reset(policy: AlphaBetaPolicy, boards: list[Board]) -> np.ndarray:
+    """``policy.scores`` of each board from an empty table (a new game)."""
+    scores = []
+    for board in boards:
+        policy.reset()
+        scores.append(policy.scores(board))
+    return np.array(scores)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    size=st.sampled_from([(6, 7, 4), (5, 6, 3), (4, 4, 3)]),
+    max_depth=st.integers(1, 7),
+    count=st.integers(1, 12),
+    threads=st.integers(2, 5),
+    seed=st.integers(0, 2**32 - 1),
+)
+def test_alphabeta_on_many_threads_scores_like_one_and_like_the_single_policy(
+    size: tuple[int, int, int],
+    max_depth: int,
+    count: int,
+    threads: int,
+    seed: int,
+) -> None:
+    geometry = Geometry(*size)
+    batch, boards = random_batch(geometry, count, seed)
+    policy = AlphaBetaPolicy(time_budget=60.0, max_depth=max_depth)
+    one = alphabeta_batch_scores(policy, batch, threads=1)
+    np.testing.assert_array_equal(alphabeta_batch_scores(policy, batch, threads=threads), one)
+    # In a table of the policy's own size, the batch searches exactly as the policy does.
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(baselines.batched, "ALPHABETA_TABLE_SIZE", baselines.alphabeta._TABLE_SIZE)
+        same_table = alphabeta_batch_scores(policy, batch, threads=threads)
+    np.testing.assert_array_equal(same_table, alphabeta_after_reset(policy, boards))
+
+
+def test_a_batch_of_alphabeta_depth_8_is_the_same_on_every_thread_count() -> None:
+    batch, boards = random_batch(Geometry(6, 7, 4), 40, seed=11)
+    policy = make_policy("alphabeta:max_depth=8")
+    one = alphabeta_batch_scores(policy, batch, threads=1)
+    for threads in (2, 3, 8, 40):
+        np.testing.assert_array_equal(alphabeta_batch_scores(policy, batch, threads), one)
+    # Every board's best columns are the single policy's (its larger table may tell apart the
+    # scores of the columns below the best, which are upper bounds).
+    single = alphabeta_after_reset(policy, boards)
+    for batch_row, single_row in zip(one, single, strict=True):
+        assert np.nanargmax(batch_row) in np.flatnonzero(single_row == np.nanmax(single_row))
+
+
+def test_alphabeta_answers_batches_and_boards_beyond_64_bits() -> None:
+    policy = make_policy("alphabeta:max_depth=3")
+    assert batch_actor(policy) is not None
+    geometry = Geometry(9, 9, 5)
+    batch, boards = random_batch(geometry, 3, seed=2)
+    np.testing.assert_array_equal(
+        alphabeta_batch_scores(policy, batch, threads=4), alphabeta_after_reset(policy, boards)
+    )
+    columns = choose_columns(policy, batch, np.random.default_rng(0), "alphabeta")
+    assert all(boards[k].can_play(int(c)) for k, c in enumerate(columns))
+
+
+def test_alphabeta_batches_under_a_time_budget_stop_in_time() -> None:
+    batch, _ = random_batch(Geometry(6, 7, 4), 6, seed=3)
+    policy = AlphaBetaPolicy(time_budget=0.05)  # no max_depth: the clock ends every search
+    alphabeta_batch_scores(policy, batch, threads=2)  # compiles (or loads) the kernels
+    started = time.perf_counter()
+    scores = alphabeta_batch_scores(policy, batch, threads=2)
+    # Six boards of 50 ms on two threads; each legal column has a score.
+    assert time.perf_counter() - started < 6 * 0.05
+    assert (~np.isnan(scores)).sum(axis=1).tolist() == batch.legal().sum(axis=1).tolist()
 
 
 class FakeClock:
