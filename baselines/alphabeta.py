@@ -183,11 +183,13 @@ class AlphaBetaPolicy(Policy):
         to_end = g.cells - board.moves
         limit = to_end if self.max_depth is None else min(to_end, self.max_depth)
         scores, reached, stopped = self._deepen(board, tables, limit, start, deadline, stats)
+        if stopped == STOPPED_LIMIT:
+            why = "end of game" if limit == to_end else "max_depth"
+        else:
+            why = _STOPPED_NAMES[stopped]
         self.last_info = {
             "depth": reached,
-            "stopped": _STOPPED_NAMES[stopped]
-            if stopped != STOPPED_LIMIT
-            else ("end of game" if limit == to_end else "max_depth"),
+            "stopped": why,
             "nodes": int(stats[STAT_NODES]),
             "seconds": time.perf_counter() - start,
         }

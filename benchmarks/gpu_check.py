@@ -14,7 +14,7 @@ It stops at once, with one line, when torch sees no GPU. ``--device cpu`` runs e
 CPU instead (to check the script where there is no GPU); ``--smoke`` makes every part tiny.
 Usage::
 
-    python benchmarks/gpu_check.py [--positions 80000] [--skip-run] [connectx train flags...]
+    python benchmarks/gpu_check.py [--positions 80000] [--skip-run | --run-only] [train flags...]
     python benchmarks/gpu_check.py --device cpu --smoke
 """
 
@@ -150,6 +150,7 @@ def main() -> None:
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     parser.add_argument("--positions", type=int, default=80_000, help="of the supervised pass")
     parser.add_argument("--skip-run", action="store_true", help="leave out part 3")
+    parser.add_argument("--run-only", action="store_true", help="leave out parts 1 and 2")
     parser.add_argument("--smoke", action="store_true", help="every part tiny")
     args, run_args = parser.parse_known_args()
     try:
@@ -169,8 +170,10 @@ def main() -> None:
     train_args = [*(SMOKE if args.smoke else []), *run_args, "--device", args.device]
     with tempfile.TemporaryDirectory(prefix="gpu_check_") as directory:
         config = run_config(train_args, Path(directory) / "default")  # bad flags: before part 1
-        check_tiny_run(args.device, Path(directory))
-        time_supervised_passes(args.device, 2 * TEACHER_BATCH if args.smoke else args.positions)
+        if not args.run_only:
+            check_tiny_run(args.device, Path(directory))
+            count = 2 * TEACHER_BATCH if args.smoke else args.positions
+            time_supervised_passes(args.device, count)
         if args.skip_run:
             return
         print(f"\nthe run: connectx train {' '.join(train_args)}")

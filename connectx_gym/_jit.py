@@ -62,13 +62,15 @@ def plain(function: F) -> F:
 
 
 def jit(function: F) -> F:
-    """``function`` compiled by ``numba.njit(cache=True)``, compiled once per process (without
-    reference counting when marked by :func:`helper`, over threads when marked by
-    :func:`parallel`)."""
+    """``function`` compiled by ``numba.njit(cache=True, nogil=True)``, compiled once per
+    process (without reference counting when marked by :func:`helper`, over threads when marked
+    by :func:`parallel`). Kernels release the GIL while they run, so that a long search (an
+    alpha-beta move of a second, a solver's chunk) does not stop the process's other threads,
+    such as ``connectx serve`` answering other requests."""
     if function not in _compiled:
         import numba
 
-        options: dict[str, bool] = {}
+        options: dict[str, bool] = {"nogil": True}
         if getattr(function, "jit_helper", False):
             options = {"_nrt": False, "forceinline": True}
         if getattr(function, "jit_parallel", False):

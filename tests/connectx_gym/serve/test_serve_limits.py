@@ -188,8 +188,8 @@ def test_the_queue_is_bounded_and_abandoned_searches_never_start(app) -> None:
         thread.join()
     busy = [a for a in answers if a[0] == 503 and "busy" in a[1]["error"]]
     assert len(busy) >= 8 - 1 - 2  # one runs, two wait, the rest are refused at once
-    # Refused without waiting for the 1.5 s deadline (the running search's compiled chunks
-    # hold the GIL for up to a few tenths of a second, so not in no time on a loaded machine).
+    # Refused without waiting for the 1.5 s deadline (the running search's compiled kernels
+    # release the GIL; a loaded machine may still delay a refusal by a few tenths of a second).
     assert all(seconds < 1.2 for _, _, seconds in busy)
     assert all(status == 503 for status, _, _ in answers)  # 5 s each, 1.5 s allowed
     status, data, seconds = timed_post(
