@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from _machine import machine_line
 
 from baselines.perfect_play import evaluate_policy, load_positions
 from connectx_gym.match import play_match, wilson_interval
@@ -145,6 +146,7 @@ def main() -> None:
     started = time.perf_counter()
     if args.repeats < 1:
         parser.error(f"--repeats must be >= 1, got {args.repeats}")
+    print(f"{machine_line()}\n", flush=True)  # not in --json: its keys are the agents
     results = {}
     for spec in args.agents:
         results[spec] = measure(spec, args.smoke, args.seed, args.repeats)

@@ -32,6 +32,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import _reference_agents as reference
+from _machine import machine_line
 
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.policy import Policy, kaggle_configuration, kaggle_observation
@@ -166,6 +167,7 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=None, help="positions per agent")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
+    print(f"{machine_line()}\n", flush=True)
     count = args.positions or (2 if args.smoke else 5 if args.quick else 30)
     slow_count = 1 if args.smoke else max(2, count // 10) if args.quick else max(3, count // 3)
     boards = mid_game_positions(count, args.seed)

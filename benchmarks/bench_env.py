@@ -29,6 +29,7 @@ import time
 from collections.abc import Callable
 
 import numpy as np
+from _machine import machine_line
 
 Runner = Callable[[float], tuple[int, float]]  # seconds -> (plies, elapsed seconds)
 
@@ -164,6 +165,7 @@ def main(argv: list[str] | None = None) -> None:
     seconds, rounds = (
         (0.1, 1) if args.smoke else (0.5, 1) if args.quick else (args.seconds, args.rounds)
     )
+    print(machine_line(), flush=True)
 
     runners: dict[str, Runner] = {}
     skipped: list[str] = []

@@ -25,6 +25,7 @@ import statistics
 import time
 
 import numpy as np
+from _machine import machine_line
 
 from baselines.perfect_play import load_positions
 from connectx_gym.files import (
@@ -59,6 +60,7 @@ def main() -> None:
     planes = [board.to_planes()[None].astype(np.float32) for board in boards]
     direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}
     policy, rng = NumpyNetPolicy(weights), np.random.default_rng(0)
+    print(machine_line(), flush=True)
 
     def forward(kernels: dict) -> list[np.ndarray]:
         with one_blas_thread():

@@ -26,6 +26,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ of this checkout
 
+from _machine import machine_line
+
 from baselines.game_positions import phase_bounds
 from connectx_gym.bitboard import Geometry
 from connectx_gym.match import play_match
@@ -86,6 +88,7 @@ def main() -> None:
         parser.error(f"--node-limit must be >= 1, got {args.node_limit}")
     if args.smoke:
         args.node_limit = min(args.node_limit, 2_000_000)
+    print(f"{machine_line()}\n", flush=True)  # not in --json: its keys are the agents
     started = time.perf_counter()
     seeds = list(range(args.seed, args.seed + args.repeats))
     results = {

@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from _machine import machine_line
+
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,6 +33,7 @@ def main() -> int:
     except ImportError:
         print('bench_ray: Ray is not installed (pip install "ray>=2.9"); skipped')
         return 0 if args.smoke else 1
+    print(machine_line(), flush=True)
     if args.accuracy:
         return accuracy(args.accuracy)
     from connectx_gym.match import play_match

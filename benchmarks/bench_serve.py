@@ -31,6 +31,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import numpy as np
+from _machine import machine_line
 
 from connectx_gym.bitboard import Board
 from connectx_gym.serve import create_app
@@ -151,6 +152,7 @@ def main() -> None:
     parser.add_argument("--screenshot", help="also save a screenshot of the page to this PNG")
     args = parser.parse_args()
     loads, moves = (3, 15) if args.quick else (10, 60)
+    print(machine_line(), flush=True)
     boards = positions(moves)
     with serving() as base:
         paint = first_paint(base, loads, args.screenshot)

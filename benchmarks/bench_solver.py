@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from _machine import machine_line
+
 from baselines.position_sets import load_pons
 from baselines.solver import Solver
 from connectx_gym import Geometry
@@ -166,6 +168,7 @@ def main(argv: list[str] | None = None) -> None:
     if not args.pons_dir.is_dir():
         parser.error(f"no Pons benchmark directory at {args.pons_dir}")
     agents = _bitbully_agents(args.book, wanted=not args.no_bitbully)
+    print(f"{machine_line()}\n", flush=True)
     print(_header(agents), flush=True)
     rows = run(args.pons_dir, sets, limit, agents, args.start)
     print()

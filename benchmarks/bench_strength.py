@@ -23,6 +23,8 @@ import sys
 import time
 from pathlib import Path
 
+from _machine import machine_line
+
 from connectx_gym.match import MatchResult, play_match
 
 #: alphabeta must score at least this against these opponents.
@@ -74,6 +76,7 @@ def main() -> None:
     alphabeta = specs[-1]
     if args.only is not None and args.only not in specs:
         parser.error(f"--only {args.only!r} is not a player; players: {', '.join(specs)}")
+    print(f"{machine_line()}\n", flush=True)  # not in --json: its keys are the pairings
 
     results: dict[tuple[str, str], MatchResult] = {}
     started = time.perf_counter()

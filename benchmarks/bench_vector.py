@@ -32,6 +32,7 @@ import tracemalloc
 from collections.abc import Callable
 
 import numpy as np
+from _machine import machine_line
 
 Runner = Callable[[float], tuple[int, float]]  # seconds -> (plies, elapsed seconds)
 
@@ -198,6 +199,7 @@ def main() -> None:
     batches = BATCHES
     if args.quick:
         args.rounds, args.seconds, batches = 1, 0.2, (1, 64)
+    print(machine_line())
     print(f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
           f"Python {platform.python_version()}")  # fmt: skip
     table("random", batches, args.rounds, args.seconds)

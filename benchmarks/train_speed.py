@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from _machine import machine_line
 from threadpoolctl import threadpool_limits
 
 from connectx_gym.bitboard import Geometry
@@ -113,6 +114,7 @@ def main() -> None:
             base, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
         )
         settings = settings[:2]
+    print(f"{machine_line()}\n", flush=True)
     results: list[list[dict[str, Any]]] = [[] for _ in settings]
     for _ in range(args.repeat):  # settings take turns, so machine load hits them alike
         for setting, runs in zip(settings, results, strict=True):

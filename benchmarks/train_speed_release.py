@@ -108,6 +108,10 @@ def main() -> None:
     parser.add_argument("--blocks", type=int, default=1, help="the network of both checkouts")
     parser.add_argument("--smoke", action="store_true", help="today's checkout only, tiny network")
     args = parser.parse_args()
+    # imported here: tests load this module without benchmarks/ on sys.path
+    from _machine import machine_line
+
+    print(f"{machine_line()}\n", flush=True)  # this process's stdout, never the workers' JSON
     network = (args.channels, args.blocks)
     if args.smoke:
         result = measure(ROOT, args.opponent, 1, smoke=True, network=network)
