@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._clock import monotonic
+from baselines._clock import interruptible_monotonic, monotonic
 from baselines._kernels_common import (
     move_to_front,
     non_losing_moves,
@@ -48,6 +48,7 @@ from baselines._layout import (
     FRAME_MOVES,
     FRAME_NEXT,
     STAT_ABORTED,
+    STAT_INTERRUPTIBLE,
     STAT_NEXT_CHECK,
     STAT_NODES,
     STOPPED_LIMIT,
@@ -76,8 +77,11 @@ _LOWER = 1
 _UPPER = 2
 
 
-def now() -> float:
-    """``time.perf_counter()``, callable from compiled code (:mod:`baselines._clock`)."""
+def now(stats: np.ndarray) -> float:
+    """``time.perf_counter()``, callable from compiled code (:mod:`baselines._clock`): through
+    Python, so that Ctrl-C stops the search, when ``stats[STAT_INTERRUPTIBLE]`` asks for it."""
+    if stats[STAT_INTERRUPTIBLE]:
+        return interruptible_monotonic()
     return monotonic()
 
 
@@ -157,7 +161,7 @@ def search(
             stats[STAT_NODES] += 1
             if stats[STAT_NODES] >= stats[STAT_NEXT_CHECK]:
                 stats[STAT_NEXT_CHECK] = stats[STAT_NODES] + check_every
-                if now() > deadline:
+                if now(stats) > deadline:
                     stats[STAT_ABORTED] = 1
                     return 0
             slot = probe(table, position_key(node_current, node_mask))
@@ -356,7 +360,7 @@ def deepen(
     for depth in range(2, limit + 1):
         if _decided(scores, d.cells):
             return reached, STOPPED_PROVEN
-        if now() - start > 0.45 * (deadline - start):
+        if now(stats) - start > 0.45 * (deadline - start):
             return reached, STOPPED_TIME
         _order_by(scores, order, root_order)
         if not root_scores(

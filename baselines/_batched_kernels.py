@@ -20,6 +20,7 @@ from baselines._alphabeta import deepen, move_deadline, now
 from baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
+    STAT_INTERRUPTIBLE,
     STAT_NEXT_CHECK,
     STAT_NODES,
     STAT_PLY,
@@ -173,8 +174,9 @@ def _alphabeta_boards(
         stats[STAT_NODES] = 0
         stats[STAT_ABORTED] = 0
         stats[STAT_NEXT_CHECK] = 0
+        stats[STAT_INTERRUPTIBLE] = 0  # the clock without the GIL, as threads want it
         limit = min(max_depth, as_dims(dims).cells - moves[k])
-        start = now()
+        start = now(stats)
         deadline = move_deadline(start, time_budget)
         deepen(
             current[k], mask[k], moves[k], limit, start, deadline, check_every, stats, out[k],

@@ -3,9 +3,11 @@
 Compiled code cannot call Python without taking the GIL (numba's object mode, about a microsecond
 a read on one thread), so searches running at once on numba's threads would take turns at every
 read of the clock. On Linux, where ``time.perf_counter()`` is ``clock_gettime(CLOCK_MONOTONIC)``,
-compiled code calls that C function directly (tens of nanoseconds, no GIL); elsewhere it reads the
-clock through object mode. In plain Python (boards beyond 64 bits) :func:`monotonic` is
-``time.perf_counter()`` itself.
+compiled code calls that C function directly (tens of nanoseconds, no GIL): :func:`monotonic`.
+Elsewhere it reads the clock through object mode, as :func:`interruptible_monotonic` always does:
+running Python there lets a pending Ctrl-C raise ``KeyboardInterrupt`` (in the main thread), which
+a search of one board on the caller's thread wants. In plain Python (boards beyond 64 bits) both
+are ``time.perf_counter()`` itself.
 """
 
 from __future__ import annotations
@@ -27,6 +29,12 @@ _CLOCK_MONOTONIC = 1
 @plain
 def monotonic() -> float:
     """Seconds of ``time.perf_counter()``; compiled code reads the same clock (see above)."""
+    return time.perf_counter()
+
+
+@plain
+def interruptible_monotonic() -> float:
+    """Seconds of ``time.perf_counter()``, read in compiled code through Python (see above)."""
     return time.perf_counter()
 
 
@@ -64,3 +72,8 @@ def _c_clock() -> float:
 @overload(monotonic)
 def _compiled_monotonic():  # type: ignore[no-untyped-def]
     return _c_clock if sys.platform.startswith("linux") else _object_mode_clock
+
+
+@overload(interruptible_monotonic)
+def _compiled_interruptible_monotonic():  # type: ignore[no-untyped-def]
+    return _object_mode_clock

@@ -9,7 +9,8 @@
   :data:`BOUND_ALPHA`, :data:`BOUND_BETA`, :data:`BOUND_VALUE`).
 * ``state`` (``stats``): an ``int64`` array with named indices (:func:`new_state`): nodes visited,
   the node budget of the current call, the ply of the open frame (-1: none), the root column
-  being searched, whether the search was aborted, the next clock read. A resumable kernel stops
+  being searched, whether the search was aborted, the next clock read, whether its clock reads
+  let Ctrl-C in. A resumable kernel stops
   when it has spent its budget and carries on from ``state``, frames and bounds when called
   again, so the caller can run a long search in bounded chunks (and Python can handle Ctrl-C
   between them).
@@ -49,7 +50,8 @@ STAT_PLY = 2  # ply of the innermost open frame; -1 when no search below the roo
 STAT_ROOT = 3  # index, in the move order, of the root column being searched
 STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline (result void)
 STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
-STAT_SIZE = 6
+STAT_INTERRUPTIBLE = 6  # 1: read the clock through Python, which runs a pending Ctrl-C's handler
+STAT_SIZE = 7
 
 # Why an iterative deepening stopped: its depth limit (or the game's end) reached, a proven
 # result, the clock (the next depth would most likely not finish, or the deadline passed).

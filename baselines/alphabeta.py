@@ -18,6 +18,7 @@ import numpy as np
 
 from baselines._checks import require_depth_fits, require_seconds, signal_safe
 from baselines._layout import (
+    STAT_INTERRUPTIBLE,
     STAT_NODES,
     STOPPED_LIMIT,
     STOPPED_PROVEN,
@@ -46,6 +47,14 @@ ALPHABETA_WEIGHTS = WindowWeights.relative({1: 16, 2: 4, 3: 1}, {1: -16, 2: -4, 
 
 _TABLE_SIZE = (1 << 19) + 21  # not a power of two: keys are ``current + mask + 1``
 _STOPPED_NAMES = {STOPPED_PROVEN: "proven", STOPPED_TIME: "time"}
+
+
+def _interruptible_state() -> np.ndarray:
+    """A fresh search state whose clock reads let Ctrl-C stop the search (a search of one board
+    runs on its caller's thread, often the main one)."""
+    stats = new_state()
+    stats[STAT_INTERRUPTIBLE] = 1
+    return stats
 
 
 class _Tables:
@@ -129,7 +138,7 @@ class AlphaBetaPolicy(Policy):
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
                 start = time.perf_counter()
-                self._deepen(empty, tables, 2, start, start + 3600.0, new_state())
+                self._deepen(empty, tables, 2, start, start + 3600.0, _interruptible_state())
             tables.clear()
             tables.warm = True
         return tables
@@ -179,7 +188,7 @@ class AlphaBetaPolicy(Policy):
         outer = time_left()
         if outer is not None:
             deadline = min(deadline, start + outer)
-        stats = new_state()
+        stats = _interruptible_state()
         to_end = g.cells - board.moves
         limit = to_end if self.max_depth is None else min(to_end, self.max_depth)
         scores, reached, stopped = self._deepen(board, tables, limit, start, deadline, stats)

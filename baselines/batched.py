@@ -169,7 +169,8 @@ def alphabeta_batch_scores(
         256 if g.fits_64_bits else 8, stats, out, tables, own, other, center_order(g.columns),
         dims_arg(g), frames, bounds,
     )  # fmt: skip
-    # Ctrl-C stops the searches at their next read of the clock.
+    # The searches read the clock without Python (on Linux), so Ctrl-C waits for the batch's end
+    # (a depth-limited board takes milliseconds); elsewhere a read may raise KeyboardInterrupt.
     _thread_choice.run(key, parts, boards, lambda: signal_safe(lambda: score(*arguments)))
     return out
 
