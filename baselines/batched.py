@@ -135,7 +135,7 @@ def _alphabeta_scratch(geometry: Geometry, parts: int) -> tuple[np.ndarray, ...]
             np.zeros((parts, ALPHABETA_TABLE_SIZE, TABLE_WIDTH), dtype=dtype),
             np.stack([frames] * parts),
             np.stack([bounds] * parts),
-            np.stack([np.pad(new_state(), (0, 16)) for _ in range(parts)]),
+            np.stack([new_state() for _ in range(parts)]),
         )
     return kept[key]
 

@@ -349,3 +349,34 @@ def test_the_page_fits_a_phone_screen(browser, url: str, tmp_path: Path) -> None
         assert width <= inner
     finally:
         phone.close()
+
+
+def test_the_page_keeps_one_analysis_in_flight_and_analyses_the_latest_position(page) -> None:
+    # In the page itself: the analysis requests in flight, and the discs of each one's position.
+    page.evaluate(
+        """() => {
+          window.analyses = { now: 0, most: 0, discs: [] };
+          const original = window.fetch;
+          window.fetch = async (url, options) => {
+            const counted = String(url).includes("/api/analyse");
+            if (counted) {
+              analyses.now++;
+              analyses.most = Math.max(analyses.most, analyses.now);
+              analyses.discs.push(JSON.parse(options.body).board.filter((c) => c !== 0).length);
+            }
+            try { return await original(url, options); } finally { if (counted) analyses.now--; }
+          };
+        }"""
+    )
+    page.fill("#budget", "0.5")
+    new_game(page, 6, 7, 4, opponent="random")
+    for move, column in enumerate((3, 3, 2), start=1):  # quicker than analyses of half a second
+        wait_for_turn(page)
+        page.click(f"#board .head[data-column='{column}']")
+        page.wait_for_function(  # the move and random's reply are on the board
+            f"document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === {2 * move}"
+        )
+    page.wait_for_function("document.querySelector('#analysis-note').textContent.includes('s).')")
+    assert page.evaluate("window.analyses.most") == 1
+    analysed = page.evaluate("window.analyses.discs")
+    assert analysed[-1] == 6  # the latest position was analysed, positions left meanwhile not all

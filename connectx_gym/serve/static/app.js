@@ -185,6 +185,11 @@ function showScores(answer) {
   note.className = answer.proven ? "proven" : "unproven";
 }
 
+// One analysis in flight per page: the server searches one request at a time and refuses requests
+// beyond a few waiting, so analyses of positions already left must not crowd out the next move.
+// A position shown meanwhile is analysed when the one in flight has answered (the latest only).
+const analysis = { running: false, again: false };
+
 async function analyse(generation) {
   $("scores").innerHTML = "";
   const note = $("analysis-note");
@@ -195,12 +200,17 @@ async function analyse(generation) {
   }
   note.textContent = "Analysing…";
   note.className = "";
+  if (analysis.running) { analysis.again = true; return; }
+  analysis.running = true;
   try {
     const budget = Number($("budget").value) || 1;
     const answer = await api("/api/analyse", { ...position(), time_budget: budget });
     if (generation === game.generation) showScores(answer);
   } catch (error) {
     if (generation === game.generation) { note.textContent = error.message; note.className = "error"; }
+  } finally {
+    analysis.running = false;
+    if (analysis.again) { analysis.again = false; analyse(game.generation); }
   }
 }
 
