@@ -60,6 +60,23 @@ ALPHABETA_NANOSECONDS = 1_000_000.0
 _scratch = threading.local()  # per thread: the parts' tables and stacks, by geometry and parts
 
 
+def _parts(
+    key: tuple, geometry: Geometry, boards: int, nanoseconds: float, threads: int | None
+) -> int:
+    """How many parts (one per thread) a batch of ``boards`` of class ``key`` is cut into:
+    ``threads`` if given, else the :class:`ThreadChoice` among one and numba's threads for a
+    batch estimated at ``nanoseconds`` on one thread; one for boards beyond 64 bits (Python
+    integers)."""
+    if not geometry.fits_64_bits:
+        threads = 1
+    elif threads is None:
+        import numba
+
+        available = min(numba.get_num_threads(), boards)
+        threads = _thread_choice.threads(key, available, nanoseconds)
+    return max(1, min(threads, boards))
+
+
 def batch_scores(
     kind: int,
     batch: BoardBatch,
@@ -77,15 +94,8 @@ def batch_scores(
     if kind != ONESTEP:
         require_depth_fits("depth", depth, g)
     key = (kind, depth, boards.bit_length())
-    if not g.fits_64_bits:  # Python integers: one thread
-        threads = 1
-    elif threads is None:
-        import numba
-
-        estimate = boards * g.columns ** (1 if kind == ONESTEP else depth)
-        available = min(numba.get_num_threads(), boards)
-        threads = _thread_choice.threads(key, available, estimate * NANOSECONDS_PER_NODE[kind])
-    parts = max(1, min(threads, boards))
+    estimate = boards * g.columns ** (1 if kind == ONESTEP else depth)
+    parts = _parts(key, g, boards, estimate * NANOSECONDS_PER_NODE[kind], threads)
     frames, bounds = new_frames(depth, g)
     kernels = backend("baselines._batched_kernels", g)
     score = kernels.batch_scores_parallel if parts > 1 else kernels.batch_scores
@@ -152,14 +162,7 @@ def alphabeta_batch_scores(
     require_depth_fits("max_depth", max_depth, g)
     out = np.full((boards, g.columns), np.nan)
     key = ("alphabeta", max_depth, policy.time_budget, boards.bit_length())
-    if not g.fits_64_bits:  # Python integers: one thread
-        threads = 1
-    elif threads is None:
-        import numba
-
-        available = min(numba.get_num_threads(), boards)
-        threads = _thread_choice.threads(key, available, boards * ALPHABETA_NANOSECONDS)
-    parts = max(1, min(threads, boards))
+    parts = _parts(key, g, boards, boards * ALPHABETA_NANOSECONDS, threads)
     tables, frames, bounds, stats = _alphabeta_scratch(g, parts)
     own, other = policy.weights.arrays(g.inarow)
     kernels = backend("baselines._batched_kernels", g)

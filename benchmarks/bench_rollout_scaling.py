@@ -61,8 +61,12 @@ def main() -> None:
     import gymnasium as gym
     import numba
 
-    import connectx_gym  # noqa: F401  (registers ConnectX-v0)
+    from connectx_gym.registry import make_policy  # (connectx_gym registers ConnectX-v0)
 
+    try:
+        make_policy(args.opponent)
+    except (ValueError, TypeError) as error:
+        parser.error(f"--opponent {args.opponent!r}: {error}")
     cores = available_cores()
     counts = args.threads or thread_counts(min(cores, numba.config.NUMBA_NUM_THREADS))
     too_many = [count for count in counts if not 1 <= count <= numba.config.NUMBA_NUM_THREADS]

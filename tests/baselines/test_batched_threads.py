@@ -4,6 +4,7 @@ and many."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -200,3 +201,19 @@ def test_short_batches_and_one_thread_stay_on_one_thread() -> None:
     choice = ThreadChoice()
     assert choice.threads("key", 8, nanoseconds=1_000) == 1
     assert choice.threads("key", 1, nanoseconds=1e9) == 1
+
+
+def test_a_long_batch_search_leaves_the_other_threads_running() -> None:
+    # Compiled kernels release the GIL (nogil): while a batch searches for about a second, a
+    # Python thread beside it keeps running (with the GIL held it would stall for the whole call).
+    batch, _ = random_batch(Geometry(6, 7, 4), 16, seed=4)
+    policy = AlphaBetaPolicy(time_budget=0.1)
+    alphabeta_batch_scores(policy, batch, threads=1)  # compiles (or loads) the kernels
+    searching = threading.Thread(target=alphabeta_batch_scores, args=(policy, batch, 1))
+    last, longest = time.perf_counter(), 0.0
+    searching.start()
+    while searching.is_alive():
+        time.sleep(0.001)
+        now = time.perf_counter()
+        longest, last = max(longest, now - last), now
+    assert longest < 0.1, f"the main thread stalled for {longest:.2f} s"

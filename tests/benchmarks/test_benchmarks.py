@@ -164,3 +164,39 @@ def test_the_release_comparison_keeps_the_callers_python_path(
     monkeypatch.delenv("PYTHONPATH")
     release.measure(Path("/checkout"), "random", 1, True, (4, 1))
     assert seen["PYTHONPATH"] == "/checkout"
+
+
+def test_the_rollout_scaling_refuses_a_bad_opponent_in_one_line() -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_rollout_scaling.py"), "--opponent", "nosuch"],
+        cwd=ROOT, env=script_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "--opponent 'nosuch': unknown policy 'nosuch'" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+@pytest.mark.skipif(
+    any(importlib.util.find_spec(module) is None for module in NEEDS["gpu_check.py"]),
+    reason="the GPU check needs torch and sb3-contrib",
+)
+def test_the_gpu_check_can_leave_out_its_first_two_parts() -> None:
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "gpu_check.py"), "--device", "cpu", "--smoke",
+         "--run-only"],
+        cwd=ROOT, env=script_env(), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "| final panel |" in result.stdout
+    assert "tiny run: " not in result.stdout
+    assert "one supervised pass" not in result.stdout
+
+
+def test_the_device_check_names_its_two_parts() -> None:
+    result = subprocess.run(
+        ["bash", str(BENCHMARKS / "device_check.sh"), "gpu"],
+        cwd=ROOT, capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert result.stderr == "usage: bash benchmarks/device_check.sh cores|run [flags]\n"
+    assert not result.stdout  # refused before installing or running anything
