@@ -33,6 +33,7 @@ NEEDS = {
 TIMEOUT = {"bench_phases.py": 300, "gpu_check.py": 600}
 #: What a script's smoke run must print, beyond something.
 PRINTS = {
+    "bench_forward.py": ["batch whole", "one piece / pieces of"],
     "bench_phases.py": ["bfloat16", "GPU", "torch", "| labelling teacher positions |"],
     "gpu_check.py": [
         "tiny run: ",

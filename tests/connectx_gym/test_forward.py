@@ -158,3 +158,30 @@ def test_the_shape_rules_refuse_what_does_not_fit() -> None:
         forward.output_shape(layers, params, (3, 4, 5))
     with pytest.raises(ValueError, match="before any 'input_planes'"):
         forward.output_shape(layers[1:], params, (4, 4, 5))
+
+
+@pytest.mark.parametrize("boards", [forward.FORWARD_CHUNK + 1, 2 * forward.FORWARD_CHUNK + 3])
+def test_a_batch_in_pieces_gives_each_board_its_own_result(boards: int) -> None:
+    rows, columns = 4, 5
+    layers, params = every_operation_network(rows, columns, np.random.default_rng(2))
+    kernels = forward.conv_kernels(layers, params)
+    planes = np.random.default_rng(3).integers(0, 2, size=(boards, 2, rows, columns))
+    planes = planes.astype(np.float32)
+    planes[:, 1] *= 1 - planes[:, 0]
+    saved: dict = {}
+    together = forward_layers(layers, params, planes, saved=saved, kernels=kernels)
+    alone = [
+        forward_layers(layers, params, planes[k : k + 1], kernels=kernels) for k in range(boards)
+    ]
+    assert together.shape == (boards, columns)
+    np.testing.assert_allclose(together, np.concatenate(alone), rtol=1e-5, atol=1e-5)
+    # what the caller's ``saved`` holds covers every board, as from one piece
+    one_piece: dict = {}
+    forward._Run(params, one_piece, kernels).run(layers, planes.transpose(0, 2, 3, 1))
+    assert saved.keys() == one_piece.keys() == {"landing"}
+    np.testing.assert_array_equal(saved["landing"], one_piece["landing"])
+    features = np.random.default_rng(4).normal(size=(boards, 6)).astype(np.float32)
+    linear = [{"op": "linear", "weight": "w", "bias": "b"}]
+    weight_bias = {"w": np.ones((2, 6), np.float32), "b": np.zeros(2, np.float32)}
+    flat = forward_layers(linear, weight_bias, features)
+    np.testing.assert_allclose(flat, features @ weight_bias["w"].T, rtol=1e-6)
