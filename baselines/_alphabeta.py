@@ -14,7 +14,8 @@ first, then the moves making the most winning cells, centre first on ties.
 The search keeps its own stack (numba cannot cache self-recursive functions) in the frames of
 :mod:`baselines._layout`, shares its helpers with the solver (:mod:`baselines._kernels_common`:
 non-losing moves, the threat move sorter, the table probe and store) and reads the clock every
-``check_every`` nodes; past ``deadline`` it stops and sets ``stats[STAT_ABORTED]``.
+``check_every`` nodes; past ``deadline`` (or once another thread set ``stats[STAT_HALT]``) it
+stops and sets ``stats[STAT_ABORTED]``.
 
 :func:`deepen` is the agent's whole move: depth 1, 2, 3, ... over the root columns
 (:func:`root_scores`), best columns of the last depth first, until the depth limit, a proven
@@ -48,6 +49,7 @@ from baselines._layout import (
     FRAME_MOVES,
     FRAME_NEXT,
     STAT_ABORTED,
+    STAT_HALT,
     STAT_INTERRUPTIBLE,
     STAT_NEXT_CHECK,
     STAT_NODES,
@@ -141,7 +143,8 @@ def search(
     side. No line may be on the board. ``stats[STAT_NODES]`` counts nodes; the clock is read when
     it reaches ``stats[STAT_NEXT_CHECK]`` (then moved ``check_every`` further);
     ``stats[STAT_ABORTED]`` is set to 1 (and the result is meaningless) when the clock passed
-    ``deadline``. ``table`` is the transposition table (rows: key, then ``TABLE_*`` columns);
+    ``deadline`` or another thread set ``stats[STAT_HALT]``. ``table`` is the transposition
+    table (rows: key, then ``TABLE_*`` columns);
     ``frames`` and ``bounds`` (at least ``depth + 1`` rows) the stack, as in
     :mod:`baselines._layout`; ``dims`` the :class:`~connectx_gym._dims.Dims` or their array.
     """
@@ -161,7 +164,7 @@ def search(
             stats[STAT_NODES] += 1
             if stats[STAT_NODES] >= stats[STAT_NEXT_CHECK]:
                 stats[STAT_NEXT_CHECK] = stats[STAT_NODES] + check_every
-                if now(stats) > deadline:
+                if stats[STAT_HALT] or now(stats) > deadline:
                     stats[STAT_ABORTED] = 1
                     return 0
             slot = probe(table, position_key(node_current, node_mask))
@@ -348,7 +351,7 @@ def deepen(
     (always completed) to ``limit`` plies. Returns that depth and why it stopped (``STOPPED_*``):
     a proven win or loss, or the clock, which the search started at ``start`` reads between
     depths (a depth past 45% of the time to ``deadline`` would most likely not finish) and
-    inside the tree."""
+    inside the tree, or ``stats[STAT_HALT]`` (the clock's stop, asked by another thread)."""
     d = as_dims(dims)
     trial = np.empty_like(scores)
     root_order = order.copy()
@@ -360,7 +363,7 @@ def deepen(
     for depth in range(2, limit + 1):
         if _decided(scores, d.cells):
             return reached, STOPPED_PROVEN
-        if now(stats) - start > 0.45 * (deadline - start):
+        if stats[STAT_HALT] or now(stats) - start > 0.45 * (deadline - start):
             return reached, STOPPED_TIME
         _order_by(scores, order, root_order)
         if not root_scores(

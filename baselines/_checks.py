@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -59,6 +60,37 @@ def signal_safe(call: Callable[[], T]) -> T:
         ):
             raise error.__cause__ from None
         raise
+
+
+def run_stoppable(call: Callable[[], None], stop: Callable[[], None], poll: float = 0.05) -> None:
+    """``call()``, compiled code that releases the GIL, on a helper thread while this one waits,
+    so that an exception of a signal handler (Ctrl-C's ``KeyboardInterrupt``, SIGTERM where a
+    trainer turns it into one) comes within ``poll`` seconds rather than at the call's end:
+    ``stop()`` then asks the call to end, the call is waited for, and the exception goes on.
+    What ``call`` raises is raised here. Off the main thread, where no signal handler runs,
+    ``call()`` runs on this thread."""
+    if threading.current_thread() is not threading.main_thread():
+        call()
+        return
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            call()
+        except BaseException as error:  # raised again by the waiting thread
+            failure.append(error)
+
+    worker = threading.Thread(target=target, name="connectx-search", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(poll)
+    except BaseException:
+        stop()
+        worker.join()
+        raise
+    if failure:
+        raise failure[0]
 
 
 #: The largest share of the machine's RAM one transposition table may take.

@@ -51,7 +51,8 @@ STAT_ROOT = 3  # index, in the move order, of the root column being searched
 STAT_ABORTED = 4  # set to 1 by a search that stopped at its budget or deadline (result void)
 STAT_NEXT_CHECK = 5  # node count at which a search under a deadline reads the clock next
 STAT_INTERRUPTIBLE = 6  # 1: read the clock through Python, which runs a pending Ctrl-C's handler
-STAT_SIZE = 7
+STAT_HALT = 7  # set to 1 by another thread: a search under a deadline stops as if it had passed
+STAT_SIZE = 8
 
 # Why an iterative deepening stopped: its depth limit (or the game's end) reached, a proven
 # result, the clock (the next depth would most likely not finish, or the deadline passed).

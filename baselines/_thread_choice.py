@@ -67,6 +67,12 @@ class ThreadChoice:
             return slower
         return faster
 
+    def seconds_per_board(self, key: Hashable, threads: int) -> float | None:
+        """The median time per board of the recent batches of class ``key`` on ``threads``
+        threads, or None before one was timed."""
+        seconds = self._seconds.get((key, threads))
+        return statistics.median(seconds) if seconds else None
+
     def run(self, key: Hashable, threads: int, boards: int, call: Callable[[], None]) -> None:
         """``call()``, its time per board recorded for ``threads`` threads and class ``key``."""
         start = self._clock()

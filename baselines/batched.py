@@ -12,7 +12,9 @@ A batch whose searches are long enough is cut into one part per thread and the p
 at once, on numba's threads (``numba.set_num_threads`` or the ``NUMBA_NUM_THREADS`` environment
 variable; by default the cores this process may use); whether a batch gains by it is measured as
 the batches come (:mod:`baselines._thread_choice`). Each board's search is independent of the
-others, so the answers do not depend on the threads.
+others, so the answers do not depend on the threads. An ``alphabeta`` batch that may take long
+(a time budget and no low ``max_depth``: seconds) waits on a helper thread, so that Ctrl-C stops
+it at once.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ import numpy as np
 
 from baselines._alphabeta import TABLE_WIDTH
 from baselines._batched_kernels import ONESTEP
-from baselines._checks import require_depth_fits, signal_safe
-from baselines._layout import center_order, new_frames, new_state
+from baselines._checks import require_depth_fits, run_stoppable
+from baselines._layout import STAT_HALT, center_order, new_frames, new_state
 from baselines._resumable import MINIMAX, NEGAMAX
 from baselines._thread_choice import ThreadChoice
 from baselines.alphabeta import AlphaBetaPolicy
@@ -57,6 +59,9 @@ ALPHABETA_TABLE_SIZE = (1 << 13) + 3
 #: Rough one-thread nanoseconds of an ``alphabeta`` board, for the thread choice (depth 8 on the
 #: 6x7 board: about a millisecond on a 2-core AMD EPYC).
 ALPHABETA_NANOSECONDS = 1_000_000.0
+#: Batches of ``alphabeta`` that recently took longer (per board, times the boards) run where
+#: Ctrl-C can stop them (:func:`alphabeta_batch_scores`).
+STOPPABLE_SECONDS = 0.05
 _scratch = threading.local()  # per thread: the parts' tables and stacks, by geometry and parts
 
 
@@ -172,9 +177,20 @@ def alphabeta_batch_scores(
         256 if g.fits_64_bits else 8, stats, out, tables, own, other, center_order(g.columns),
         dims_arg(g), frames, bounds,
     )  # fmt: skip
-    # The searches read the clock without Python (on Linux), so Ctrl-C waits for the batch's end
-    # (a depth-limited board takes milliseconds); elsewhere a read may raise KeyboardInterrupt.
-    _thread_choice.run(key, parts, boards, lambda: signal_safe(lambda: score(*arguments)))
+    # The searches read the clock without Python (on Linux), where Ctrl-C cannot reach them. A
+    # batch that may take long (under a time budget: seconds) runs on a helper thread while this
+    # one waits for Ctrl-C, which halts every search as if its time had run out; starting the
+    # thread costs about 0.1 ms, more than a quick depth-limited batch takes.
+    stats[:, STAT_HALT] = 0
+    per_board = _thread_choice.seconds_per_board(key, parts)
+    if per_board is not None and per_board * boards < STOPPABLE_SECONDS:
+        _thread_choice.run(key, parts, boards, lambda: score(*arguments))
+        return out
+
+    def halt() -> None:
+        stats[:, STAT_HALT] = 1
+
+    _thread_choice.run(key, parts, boards, lambda: run_stoppable(lambda: score(*arguments), halt))
     return out
 
 

@@ -4,6 +4,9 @@ and many."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import threading
 import time
 
@@ -146,6 +149,78 @@ def test_alphabeta_batches_under_a_time_budget_stop_in_time() -> None:
     # may run both parts in turn); each legal column has a score.
     assert time.perf_counter() - started < 6 * 0.05 + 0.15
     assert (~np.isnan(scores)).sum(axis=1).tolist() == batch.legal().sum(axis=1).tolist()
+
+
+INTERRUPTED_CHILD = """
+import sys, time
+import numpy as np
+from baselines.alphabeta import AlphaBetaPolicy
+from baselines.batched import alphabeta_batch_scores
+from connectx_gym import Geometry
+from tests.support.board_batches import random_batch
+batch, _ = random_batch(Geometry(6, 7, 4), 8, seed=5)
+short = AlphaBetaPolicy(time_budget=60.0, max_depth=4)
+before = alphabeta_batch_scores(short, batch, threads=1)  # compiles (or loads) the kernels
+print("ready", flush=True)
+try:
+    alphabeta_batch_scores(AlphaBetaPolicy(time_budget=5.0), batch, threads=1)  # about 40 s
+    print("finished", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", flush=True)
+# the next batch is searched as before: nothing of the stop is left behind
+after = alphabeta_batch_scores(short, batch, threads=1)
+print("same" if np.array_equal(before, after, equal_nan=True) else "different", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_batch_under_a_time_budget_at_once() -> None:
+    # The batch reads the clock in C, where Ctrl-C cannot reach it: it runs on a helper thread
+    # while the main thread waits for signals, and a Ctrl-C halts every search of the batch.
+    child = subprocess.Popen(
+        [sys.executable, "-c", INTERRUPTED_CHILD],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)  # inside the first board's five seconds
+        child.send_signal(signal.SIGINT)
+        sent = time.perf_counter()
+        assert child.stdout.readline().strip() == "interrupted"
+        elapsed = time.perf_counter() - sent
+        out, err = child.communicate(timeout=60)
+    finally:
+        child.kill()
+    assert elapsed < 1.0, f"the batch took {elapsed:.1f} s to stop"
+    assert out.split() == ["same"], err
+
+
+def test_only_batches_that_may_take_long_wait_on_a_helper_thread(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    helped: list[str] = []
+    run_stoppable = baselines.batched.run_stoppable
+
+    def spy(call, stop):  # type: ignore[no-untyped-def]
+        helped.append(threading.current_thread().name)
+        run_stoppable(call, stop)
+
+    monkeypatch.setattr(baselines.batched, "run_stoppable", spy)
+    batch, _ = random_batch(Geometry(6, 7, 4), 4, seed=6)
+    quick = AlphaBetaPolicy(time_budget=7.0, max_depth=2)  # a class of its own in the choice
+    for _ in range(3):  # the first call of a class is not timed (it may compile)
+        alphabeta_batch_scores(quick, batch, threads=1)
+    assert len(helped) == 2  # no time per board known yet
+    alphabeta_batch_scores(quick, batch, threads=1)
+    assert len(helped) == 2  # a batch of four boards at depth 2 takes well under 50 ms
+    timed = AlphaBetaPolicy(time_budget=0.2)  # no max_depth: the clock ends each search
+    for _ in range(3):
+        alphabeta_batch_scores(timed, batch, threads=1)
+    assert len(helped) == 5
 
 
 class FakeClock:
