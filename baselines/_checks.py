@@ -1,4 +1,5 @@
-"""Checks of the limits a search accepts, each a ``ValueError`` naming the parameter."""
+"""Checks of the limits a search accepts, each a ``ValueError`` naming the parameter, and how a
+compiled search meets Ctrl-C (:func:`signal_safe`, :func:`run_stoppable`)."""
 
 from __future__ import annotations
 
