@@ -4,8 +4,9 @@ A session of ``connectx train`` has four phases: labelling the teacher positions
 policy (supervised passes), PPO and the final panel. ``--max-minutes`` bounds the session as a
 whole (:class:`Budget`), and the phases share it so that PPO always gets its share:
 
-- the final panel's time is estimated from a few timed games and kept aside (PPO stops early
-  enough for it: :meth:`Budget.ppo_deadline`);
+- the final panel's time is estimated from a few timed games, played after an untimed one
+  against each opponent (:func:`panel_seconds`), and kept aside (PPO stops early enough for it:
+  :meth:`Budget.ppo_deadline`);
 - labelling and teaching together get at most :data:`TEACHER_SHARE` of the rest. Labelling is
   not cut (its chunks are kept in the run's folder and reused by the next session); the
   teaching passes are planned from a timed first batch (:func:`plan_teaching`): fewer passes
@@ -40,6 +41,7 @@ __all__ = [
     "TeachingPlan",
     "TimeLimitReachedError",
     "minutes",
+    "panel_seconds",
     "plan_teaching",
     "sized_teacher_fraction",
 ]
@@ -167,6 +169,18 @@ def plan_teaching(
     kept = min(kept_batches * batch_size, positions)
     note = f"teaching cut to one pass over {kept:,} of {positions:,} positions {why}"
     return TeachingPlan(1, kept, kept_batches * seconds_per_batch, note)
+
+
+def panel_seconds(play: Callable[[int], object], final_games: int, sample_games: int) -> float:
+    """The seconds to keep aside for a final panel of ``final_games`` games an opponent:
+    ``play(games)`` plays that many against each opponent; ``play(1)`` first, untimed, since on
+    a fresh install it compiles the opponents' kernels (about half a minute, which counted a
+    hundredfold made a first run's panel 28 minutes and left PPO none of a 27-minute bound),
+    then ``play(sample_games)`` timed, scaled by :data:`PANEL_SAFETY`."""
+    play(1)
+    started = time.perf_counter()
+    play(sample_games)
+    return PANEL_SAFETY * (time.perf_counter() - started) * final_games / sample_games
 
 
 def sized_teacher_fraction(

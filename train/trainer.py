@@ -54,7 +54,7 @@ from threadpoolctl import threadpool_limits
 
 from baselines.teacher_labels import LabellingStoppedError
 from connectx_gym.registry import make_policy
-from train.budget import Budget, TimeLimitReachedError, minutes
+from train.budget import Budget, TimeLimitReachedError, minutes, panel_seconds
 from train.callbacks import WallSplitCallback, run_callbacks
 from train.config import TrainConfig, parse_mixture
 from train.curriculum import Curriculum
@@ -375,17 +375,16 @@ def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
 
 def _estimate_panel(run: Run) -> None:
     """Keep the final panel's time aside in a bounded budget: a few games per opponent with the
-    current weights, timed, scaled to the final panel's games (train.budget.PANEL_SAFETY)."""
-    from train.budget import PANEL_SAFETY
-
+    current weights (:func:`train.budget.panel_seconds`)."""
     if not run.budget.bounded:
         return
     config = run.config
-    started = time.perf_counter()
     weights = model_weights(run.model, config.geometry)
-    evaluate_panel(weights, config.panel, PANEL_SAMPLE_GAMES, config.seed + 2)
-    sample = time.perf_counter() - started
-    run.budget.panel_seconds = PANEL_SAFETY * sample * config.final_games / PANEL_SAMPLE_GAMES
+
+    def play(games: int) -> None:
+        evaluate_panel(weights, config.panel, games, config.seed + 2)
+
+    run.budget.panel_seconds = panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
 
 
 def teaching_settings(config: TrainConfig) -> dict[str, Any]:

@@ -16,9 +16,11 @@ pytest.importorskip("sb3_contrib")
 
 from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
 from train.budget import (
+    PANEL_SAFETY,
     TEACHER_SHARE,
     Budget,
     EtaLog,
+    panel_seconds,
     plan_teaching,
     sized_teacher_fraction,
 )
@@ -87,6 +89,22 @@ def test_the_budget_keeps_the_panel_and_ppo_shares() -> None:
     assert not unbounded.bounded
     assert unbounded.ppo_deadline() == math.inf
     assert not unbounded.over()
+
+
+def test_the_panel_is_timed_after_its_kernels_are_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    # On a fresh install the first games against each opponent compile its kernels (about half
+    # a minute): timed, they made a first run's panel 28 minutes and left PPO none of its bound.
+    now = [0.0]
+    played: list[int] = []
+
+    def play(games: int) -> None:
+        now[0] += (30.0 if not played else 0.0) + 0.05 * games  # the first call compiles
+        played.append(games)
+
+    monkeypatch.setattr("train.budget.time.perf_counter", lambda: now[0])
+    seconds = panel_seconds(play, final_games=100, sample_games=2)
+    assert played == [1, 2]
+    assert seconds == pytest.approx(PANEL_SAFETY * 0.05 * 100)
 
 
 def test_progress_lines_carry_the_time_left() -> None:
