@@ -12,6 +12,10 @@ __all__ = ["add_arguments", "run"]
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
 HELP = "play, replay and analyse games in the browser"
 
+#: How long the warm-up's move and analysis may take: on a fresh install they compile numba's
+#: kernels (the analysis alone took over 15 s, the default --move-timeout, on 2 cores).
+WARM_UP_SECONDS = 180.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
@@ -36,6 +40,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from connectx_gym.serve import create_app
+    from connectx_gym.serve.app import patient
 
     if args.models is not None and not Path(args.models).is_dir():
         raise CommandError(f"--models {args.models}: not a directory")
@@ -45,7 +50,8 @@ def run(args: argparse.Namespace) -> int:
     from connectx_gym.serve.app import close_app
 
     try:
-        _warm_up(app, args.opponent)
+        with patient(app, WARM_UP_SECONDS):
+            _warm_up(app, args.opponent)
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             print(f"warning: listening on {args.host}: anyone who reaches it can use the page")
         print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
@@ -60,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
 def _warm_up(app: object, opponent: str) -> None:
     """One move and one analysis before listening: numba compiles or loads its kernels now, and
     an opponent that fails (an agent file that raises or exits) is refused at start."""
-    print("connectx serve: loading the search kernels...", flush=True)
+    print("connectx serve: loading the search kernels (a first start compiles them)...", flush=True)
     client = app.test_client()  # type: ignore[attr-defined]
     board = [0] * 42
     board[38] = 1  # 6x7, mark 1 in the centre column: quick for every policy

@@ -16,8 +16,10 @@ behind it (a 503 at once beyond); time budgets, depths and board sizes are cappe
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ __all__ = [
     "ApiError",
     "close_app",
     "create_app",
+    "patient",
     "read_position",
     "winning_line",
 ]
@@ -143,9 +146,11 @@ def create_app(
     app.json.sort_keys = False
     worker = SearchWorker(max_waiting)
     cache = PolicyCache(models=models_dir)
-    app.extensions["connectx"] = {"worker": worker, "cache": cache}
+    timeouts = {"move": move_timeout}  # :func:`patient` lengthens it for a while
+    app.extensions["connectx"] = {"worker": worker, "cache": cache, "timeouts": timeouts}
 
     def run_bounded(job: Any) -> Any:
+        move_timeout = timeouts["move"]
         try:
             return worker.run(job, move_timeout)
         except WorkerBusyError as error:
@@ -265,6 +270,20 @@ def create_app(
         )
 
     return app
+
+
+@contextlib.contextmanager
+def patient(app: Flask, seconds: float) -> Iterator[None]:
+    """Within the block, the app's searches may take up to ``seconds`` (at least its own
+    ``move_timeout``): for the warm-up before it listens, which on a fresh install compiles
+    numba's kernels (longer than a move may take)."""
+    timeouts = app.extensions["connectx"]["timeouts"]
+    kept = timeouts["move"]
+    timeouts["move"] = max(kept, seconds)
+    try:
+        yield
+    finally:
+        timeouts["move"] = kept
 
 
 def close_app(app: Flask) -> None:

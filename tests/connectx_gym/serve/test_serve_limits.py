@@ -16,7 +16,7 @@ pytest.importorskip("flask", reason='the serve extra is not installed: pip insta
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
-from connectx_gym.serve.app import close_app
+from connectx_gym.serve.app import close_app, patient
 from connectx_gym.serve.validation import nesting_depth
 
 # Busy for 8 s, then legal: long enough to hold the old search thread, short enough not to hang.
@@ -166,6 +166,21 @@ def test_a_search_answered_503_stops_at_once(app, path: str, body: dict) -> None
     )
     assert status == 200, data
     assert seconds < 0.5
+
+
+@pytest.mark.slow
+def test_a_patient_block_lets_searches_run_past_the_move_timeout(app) -> None:
+    # The command's warm-up (a fresh install compiles numba's kernels there) waits longer than a
+    # request may; afterwards the app's own timeout holds again.
+    client = app.test_client()
+    long_analysis = {**position([3]), "time_budget": 5}  # the app waits 1.5 s (as above)
+    with patient(app, 10.0):
+        status, data, seconds = timed_post(client, "/api/analyse", long_analysis)
+    assert status == 200, data
+    assert seconds > 1.5
+    status, data, _ = timed_post(client, "/api/analyse", long_analysis)
+    assert status == 503, data
+    assert "no answer within 1.5 s" in data["error"]
 
 
 @pytest.mark.slow
