@@ -15,8 +15,8 @@ Three ways of answering the same boards, timed in turn (one pass over the boards
 The forward passes run on one BLAS thread, as the policy's do. Printed: the best and the median
 round's milliseconds per board, the ratios of the medians, and on how many boards the two forward
 passes pick different columns (none expected: they agree to float32 rounding). In one process
-the two batch ways share the memory allocator, which blurs their difference: fresh processes
-(one way each) showed a larger one.
+the two batch ways share the memory allocator, so their ratio may differ from that of fresh
+processes timed one way each (docs/experiments/hardware_runs.md).
 
 Usage: ``python benchmarks/bench_forward.py [AGENT] [--rounds N] [--batch N] [--smoke]`` (AGENT:
 a ``.npz`` weights file or the name of shipped weights; default ``ppo``).

@@ -150,14 +150,14 @@ def create_app(
     app.extensions["connectx"] = {"worker": worker, "cache": cache, "timeouts": timeouts}
 
     def run_bounded(job: Any) -> Any:
-        move_timeout = timeouts["move"]
+        timeout = timeouts["move"]
         try:
-            return worker.run(job, move_timeout)
+            return worker.run(job, timeout)
         except WorkerBusyError as error:
             raise ApiError(f"the server is busy: {error}", 503) from None
         except (TimeoutError, DeadlineExceededError):
             raise ApiError(
-                f"no answer within {move_timeout:g} s; try a smaller depth or time budget", 503
+                f"no answer within {timeout:g} s; try a smaller depth or time budget", 503
             ) from None
 
     def make(spec: Any, board: Board) -> Any:
