@@ -138,7 +138,8 @@ class AlphaBetaPolicy(Policy):
             empty = Board(geometry, 0, 0, 0)
             for _ in range(4):
                 start = time.perf_counter()
-                self._deepen(empty, tables, 2, start, start + 3600.0, _interruptible_state())
+                deadline = tables.kernels.move_deadline(start, 3600.0)  # compiled here too
+                self._deepen(empty, tables, 2, start, deadline, _interruptible_state())
             tables.clear()
             tables.warm = True
         return tables
