@@ -172,7 +172,7 @@ print(policy.last_info["depth"])
 
 
 @pytest.mark.slow
-def test_the_first_move_of_a_fresh_install_searches_as_deep_as_the_next() -> None:
+def test_the_first_timed_move_of_a_fresh_install_searches_deep() -> None:
     # Nothing cached (as after an install): every kernel the move calls must be compiled before
     # its clock starts. ``move_deadline`` once compiled after it, and the first move of 0.2 s
     # searched depth 1 (later ones reach about 14 here).
