@@ -275,6 +275,7 @@ def seconds_per_batch(
     trial.set_training_mode(True)
     optimizer = torch.optim.Adam(trial.parameters(), lr=PRETRAIN_LEARNING_RATE)
     batch_size = min(batch_size, len(data))
+    data = data.to(trial.device)  # the passes' positions live where the policy computes
     started = 0.0
     for step in range(batches + 1):
         if step == 1:
