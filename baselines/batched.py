@@ -182,15 +182,17 @@ def alphabeta_batch_scores(
     # one waits for Ctrl-C, which halts every search as if its time had run out; starting the
     # thread costs about 0.1 ms, more than a quick depth-limited batch takes.
     stats[:, STAT_HALT] = 0
-    per_board = _thread_choice.seconds_per_board(key, parts)
-    if per_board is not None and per_board * boards < STOPPABLE_SECONDS:
-        _thread_choice.run(key, parts, boards, lambda: score(*arguments))
-        return out
+
+    def search() -> None:
+        score(*arguments)
 
     def halt() -> None:
         stats[:, STAT_HALT] = 1
 
-    _thread_choice.run(key, parts, boards, lambda: run_stoppable(lambda: score(*arguments), halt))
+    per_board = _thread_choice.seconds_per_board(key, parts)
+    quick = per_board is not None and per_board * boards < STOPPABLE_SECONDS
+    call = search if quick else lambda: run_stoppable(search, halt)
+    _thread_choice.run(key, parts, boards, call)
     return out
 
 

@@ -29,6 +29,7 @@ from train.teacher import (
     load_teacher,
     policy_outputs,
     pretrain_policy,
+    seconds_per_batch,
     teacher_tensors,
 )
 from train.teacher_books import BookUse, parse_teacher_books
@@ -115,6 +116,25 @@ def test_supervised_passes_learn_the_teacher(small_set: TeacherSet, tmp_path: Pa
     assert after[1] < before[1]
     assert argmax_keeps_value() > max(0.8, accuracy_before + 0.15)
     assert summary["epoch"] == 30
+
+
+def test_the_timed_batches_run_where_the_policy_is(
+    small_set: TeacherSet, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The batches timed to plan the passes ran on a copy of the policy with the positions left
+    # on the CPU: the first default run on a GPU stopped there with a device mismatch.
+    data = teacher_tensors(small_set)
+    policy = small_model(tmp_path).policy
+    moved: list[torch.device] = []
+    to = TeacherTensors.to
+
+    def spy(self: TeacherTensors, device: torch.device) -> TeacherTensors:
+        moved.append(torch.device(device))
+        return to(self, device)
+
+    monkeypatch.setattr(TeacherTensors, "to", spy)
+    assert seconds_per_batch(policy, data, 32, batches=1) > 0
+    assert moved == [policy.device]
 
 
 def test_a_run_with_a_teacher_labels_once_and_resumes(tmp_path: Path) -> None:
