@@ -5,6 +5,9 @@
 #   bash benchmarks/device_check.sh cores   # rollouts vs minimax 4 and alphabeta 8 on 1..16
 #                                           # threads, the GPU's supervised pass, the CUDA plumbing
 #   bash benchmarks/device_check.sh run     # the default run on the GPU (target: <= 5 min)
+#   bash benchmarks/device_check.sh strong  # --preset strong on the GPU (target: <= 20 min),
+#                                           # bounded by $STRONG_MINUTES (default 9) a call: the
+#                                           # same call again goes on from where it stopped
 #
 # Such a machine has torch, numba and numpy but not gymnasium, stable-baselines3 or sb3-contrib,
 # and reaches no package index: their wheels and this project's (for its entry points) travel in
@@ -16,11 +19,13 @@
 #   pip wheel --no-deps -w .whl .
 #
 # (.whl/ ignored by git). The code that runs is the working tree's (first on PYTHONPATH); what it
-# prints also goes to $OUT (default /tmp/device_check).
+# prints also goes to $OUT (default /tmp/device_check). The strong run's folder, runs/gpu-strong,
+# is ignored by git, so it stays between calls on the same machine; its report and play weights
+# are copied to $OUT (measure them here with benchmarks/bench_agent.py).
 set -uo pipefail
 part=${1:-}
-if [[ "$part" != cores && "$part" != run ]]; then
-    echo "usage: bash benchmarks/device_check.sh cores|run [flags]" >&2
+if [[ "$part" != cores && "$part" != run && "$part" != strong ]]; then
+    echo "usage: bash benchmarks/device_check.sh cores|run|strong [flags]" >&2
     exit 2
 fi
 shift
@@ -45,5 +50,14 @@ case "$part" in
     run)
         timeout 560 python3 benchmarks/gpu_check.py --run-only --max-minutes 8 "$@" 2>&1 \
             | tee "$out/default_run.txt"
+        ;;
+    strong)
+        minutes=${STRONG_MINUTES:-9}
+        resume=()
+        [[ -f runs/gpu-strong/checkpoint.zip ]] && resume=(--resume)
+        timeout $((60 * minutes + 45)) python3 -m connectx_gym.cli train --preset strong \
+            --out runs/gpu-strong --max-minutes "$minutes" --no-progress-bar "${resume[@]}" "$@" \
+            2>&1 | tee -a "$out/strong_run.txt"
+        cp runs/gpu-strong/report.md runs/gpu-strong/final.npz "$out/" 2>/dev/null
         ;;
 esac

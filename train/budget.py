@@ -11,7 +11,12 @@ whole (:class:`Budget`), and the phases share it so that PPO always gets its sha
   not cut (its chunks are kept in the run's folder and reused by the next session); the
   teaching passes are planned from a timed first batch (:func:`plan_teaching`): fewer passes
   when all do not fit, one pass over fewer positions when one does not, and the log says so;
-- PPO gets everything else.
+- PPO gets everything else. Where its steps, estimated from the same timed batch
+  (:func:`ppo_seconds`), would not all fit after the teaching passes, the passes give way, down
+  to :data:`TEACHING_GIVES_WAY` of them (:meth:`Budget.teaching_for_ppo`): on a CPU somewhat
+  slower than the one the default run was sized on, the run still trains all of its steps. A
+  run that cannot finish PPO in one session anyway (a preset resumed over several) keeps its
+  teaching.
 
 Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling or teaching
 keeps the chunks labelled and the passes done, and the same command goes on from them.
@@ -35,14 +40,18 @@ from train.state import SessionClock
 __all__ = [
     "LABEL_SECONDS_PER_CHUNK",
     "MIN_TEACHER_POSITIONS",
+    "PPO_OVER_UPDATES",
     "TEACHER_SHARE",
+    "TEACHING_GIVES_WAY",
     "Budget",
     "EtaLog",
     "TeachingPlan",
     "TimeLimitReachedError",
     "minutes",
     "panel_seconds",
+    "passes_seconds",
     "plan_teaching",
+    "ppo_seconds",
     "sized_teacher_fraction",
 ]
 
@@ -50,6 +59,12 @@ __all__ = [
 TEACHER_SHARE = 1 / 3
 #: the least of :data:`TEACHER_SHARE` left to the teaching passes when labelling took the rest
 TEACHING_FLOOR = 1 / 4
+#: the least share of its planned passes that teaching keeps when it gives way to PPO's steps
+TEACHING_GIVES_WAY = 1 / 2
+#: PPO's wall time over its updates' time as the timed teacher batches predict it (the rollouts,
+#: the periodic evaluations and the checkpoints besides the updates): 1.1 to 1.25 in default runs
+#: on 2 CPU cores; on a GPU the rollouts weigh more, but a GPU run is far inside its bound
+PPO_OVER_UPDATES = 1.2
 #: seconds one worker takes to label a chunk of 250 positions (the README's figure: 30,000
 #: positions in about 9 minutes on 2 cores); the estimate announced before labelling
 LABEL_SECONDS_PER_CHUNK = 9.0
@@ -109,6 +124,15 @@ class Budget:
         share = self.teacher_share()
         return max(share - self.elapsed(), TEACHING_FLOOR * share)
 
+    def teaching_for_ppo(self, ppo_seconds: float, teaching_seconds: float) -> float | None:
+        """The seconds left to the teaching passes so that PPO's estimated ``ppo_seconds`` fit
+        after them, where the ``teaching_seconds`` planned would leave too few and giving way
+        keeps at least :data:`TEACHING_GIVES_WAY` of them; ``None`` where PPO fits anyway or
+        would not fit even so (a run that takes several sessions keeps its teaching)."""
+        wanted = min(teaching_seconds, self.teaching_allowed())
+        left = self.ppo_deadline() - self.elapsed() - ppo_seconds
+        return left if TEACHING_GIVES_WAY * wanted <= left < wanted else None
+
     def ppo_deadline(self) -> float:
         """Session seconds at which PPO stops, leaving the final panel its time."""
         return self.bound - self.panel_seconds
@@ -145,23 +169,44 @@ class TeachingPlan:
     note: str | None = None
 
 
+def passes_seconds(epochs: int, positions: int, batch_size: int, seconds_per_batch: float) -> float:
+    """The seconds of ``epochs`` whole passes over ``positions`` at ``seconds_per_batch``."""
+    return epochs * max(positions // batch_size, 1) * seconds_per_batch
+
+
+def ppo_seconds(
+    timesteps: int,
+    rollout_steps: int,
+    n_epochs: int,
+    replay_positions: int,
+    seconds_per_position: float,
+) -> float:
+    """The estimated wall time of PPO's ``timesteps`` steps in rollouts of ``rollout_steps``,
+    each followed by ``n_epochs`` passes over it and a replay of ``replay_positions`` teacher
+    positions, where a position of a minibatch takes ``seconds_per_position`` (timed on teacher
+    batches): the updates' time, times :data:`PPO_OVER_UPDATES`."""
+    rollouts = math.ceil(timesteps / rollout_steps)
+    positions = rollouts * (n_epochs * rollout_steps + replay_positions)
+    return PPO_OVER_UPDATES * positions * seconds_per_position
+
+
 def plan_teaching(
     epochs: int,
     positions: int,
     batch_size: int,
     seconds_per_batch: float,
     allowed: float,
+    reason: str = "to keep PPO's share of --max-minutes",
 ) -> TeachingPlan:
     """``epochs`` passes over ``positions`` when they fit in ``allowed`` seconds at
     ``seconds_per_batch``; else as many whole passes as fit; else one pass over the positions
-    that fit (at least one batch)."""
-    batches = max(positions // batch_size, 1)
-    per_pass = batches * seconds_per_batch
+    that fit (at least one batch); a cut says why (``reason``)."""
+    per_pass = passes_seconds(1, positions, batch_size, seconds_per_batch)
     whole = epochs * per_pass
     if whole <= allowed:
         return TeachingPlan(epochs, positions, whole)
     fitting = int(allowed // per_pass) if per_pass > 0 else epochs
-    why = f"to keep PPO's share of --max-minutes (all {epochs} would take {minutes(whole)})"
+    why = f"{reason} (all {epochs} would take {minutes(whole)})"
     if fitting >= 1:
         note = f"teaching cut to {fitting} of {epochs} passes {why}"
         return TeachingPlan(fitting, positions, fitting * per_pass, note)

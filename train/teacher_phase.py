@@ -28,7 +28,9 @@ from train.budget import (
     Budget,
     TeachingPlan,
     minutes,
+    passes_seconds,
     plan_teaching,
+    ppo_seconds,
     sized_teacher_fraction,
 )
 from train.config import TrainConfig
@@ -130,13 +132,36 @@ def teaching_plan(
         log(f"teaching as planned before ({path.name}): {_describe(saved)}")
         return saved
     per_batch = seconds_per_batch(policy, data, batch_size, TIMED_BATCHES)
-    allowed = budget.teaching_allowed() if budget.bounded else math.inf
-    plan = plan_teaching(config.teacher_epochs, len(data), batch_size, per_batch, allowed)
+    allowed, reason = _teaching_allowed(config, budget, len(data), batch_size, per_batch)
+    plan = plan_teaching(config.teacher_epochs, len(data), batch_size, per_batch, allowed, reason)
     fields = {"epochs": plan.epochs, "positions": plan.positions, "seconds": plan.seconds}
     write_json(path, {"key": key, **fields, "note": plan.note})
     if plan.note:
         log(plan.note + "; --max-minutes 0 teaches all of them")
     return plan
+
+
+def _teaching_allowed(
+    config: TrainConfig, budget: Budget, positions: int, batch_size: int, per_batch: float
+) -> tuple[float, str]:
+    """The seconds the passes may take, and the reason given where that cuts them: the
+    teacher's share of the budget, or less where only so do PPO's steps, estimated at the timed
+    ``per_batch``, fit after them (:meth:`train.budget.Budget.teaching_for_ppo`)."""
+    if not budget.bounded:
+        return math.inf, ""
+    ppo = ppo_seconds(
+        config.timesteps,
+        config.n_envs * config.n_steps,
+        config.n_epochs,
+        config.teacher_replay * batch_size,
+        per_batch / batch_size,
+    )
+    whole = passes_seconds(config.teacher_epochs, positions, batch_size, per_batch)
+    for_ppo = budget.teaching_for_ppo(ppo, whole)
+    if for_ppo is None:
+        return budget.teaching_allowed(), "to keep PPO's share of --max-minutes"
+    steps = f"{config.timesteps:,} steps (est. {minutes(ppo)})"
+    return for_ppo, f"so that all of PPO's {steps} fit in --max-minutes"
 
 
 def describe_teaching(plan: TeachingPlan) -> str:

@@ -17,17 +17,20 @@ pytest.importorskip("sb3_contrib")
 from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
 from train.budget import (
     PANEL_SAFETY,
+    PPO_OVER_UPDATES,
     TEACHER_SHARE,
+    TEACHING_GIVES_WAY,
     Budget,
     EtaLog,
     panel_seconds,
     plan_teaching,
+    ppo_seconds,
     sized_teacher_fraction,
 )
 from train.config import TrainConfig, preset_config
 from train.report import DIGEST_KEY, check_report, weights_digest, write_report
 from train.state import RunState, SessionClock
-from train.teacher_phase import sized_teacher
+from train.teacher_phase import _teaching_allowed, sized_teacher
 from train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
 
 
@@ -47,6 +50,52 @@ def test_passes_are_cut_before_positions() -> None:
     assert plan.note is not None
     assert "one pass over 768 of 2,560 positions" in plan.note
     assert plan_teaching(10, 2560, 256, 0.1, allowed=0).positions == 256  # one batch at least
+
+
+def test_ppo_is_estimated_from_its_updates() -> None:
+    # the default run: 147 rollouts of 2,048 steps, each passed 4 times and 8 replay batches
+    seconds = ppo_seconds(300_000, 2048, 4, 8 * 256, seconds_per_position=0.140 / 256)
+    assert seconds == pytest.approx(PPO_OVER_UPDATES * 147 * (4 * 2048 + 2048) * 0.140 / 256)
+    assert 950 < seconds < 1000  # the default runs on 2 CPU cores: PPO 890 to 1,030 s
+
+
+def bounded(minutes: float, panel: float, elapsed: float) -> Budget:
+    clock = SessionClock(RunState())
+    clock.start -= elapsed
+    budget = Budget.from_minutes(clock, minutes)
+    budget.panel_seconds = panel
+    return budget
+
+
+def test_teaching_gives_way_to_ppo_down_to_half_its_passes() -> None:
+    budget = bounded(30, panel=60, elapsed=40)  # PPO's deadline at 1,740 s, 1,700 s to go
+    assert budget.teaching_for_ppo(ppo_seconds=1000, teaching_seconds=500) is None  # both fit
+    left = budget.teaching_for_ppo(ppo_seconds=1400, teaching_seconds=500)
+    assert left == pytest.approx(300, abs=1)  # PPO fits after 300 s of the 500 planned
+    assert left > TEACHING_GIVES_WAY * 500
+    # PPO would not fit after half the passes: a run that takes several sessions keeps them
+    assert budget.teaching_for_ppo(ppo_seconds=1500, teaching_seconds=500) is None
+    # the teacher's share (1/3 of 1,740 s, less the 40 s spent) binds before PPO's need
+    assert budget.teaching_for_ppo(ppo_seconds=1100, teaching_seconds=800) is None
+
+
+def test_the_default_run_on_a_slower_cpu_cuts_passes_so_that_ppo_finishes() -> None:
+    config = TrainConfig()
+    positions, per_batch = 80_000, 0.140  # the default's teacher; a batch on 2 EPYC cores
+    budget = bounded(config.max_minutes, panel=25, elapsed=30)
+    allowed, reason = _teaching_allowed(config, budget, positions, 256, per_batch)
+    assert allowed == pytest.approx(budget.teaching_allowed())  # nothing given up here
+    assert plan_teaching(10, positions, 256, per_batch, allowed, reason).epochs == 10
+    slower = 1.25 * per_batch  # a CPU a quarter slower: 10 passes and PPO do not both fit
+    allowed, reason = _teaching_allowed(config, budget, positions, 256, slower)
+    plan = plan_teaching(10, positions, 256, slower, allowed, reason)
+    assert 5 <= plan.epochs < 10
+    assert plan.note is not None
+    assert "so that all of PPO's 300,000 steps" in plan.note
+    need = ppo_seconds(300_000, 2048, 4, 8 * 256, slower / 256)
+    assert 30 + plan.seconds + need <= budget.ppo_deadline()
+    unbounded = bounded(0, panel=0, elapsed=0)
+    assert _teaching_allowed(config, unbounded, positions, 256, slower)[0] == math.inf
 
 
 def test_the_teacher_is_sized_to_the_steps() -> None:
