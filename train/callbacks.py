@@ -32,6 +32,7 @@ from connectx_gym.weights import WeightsFile
 from train.budget import minutes
 from train.config import TrainConfig
 from train.curriculum import Curriculum
+from train.device_snapshots import snapshot_device
 from train.model import evaluate_panel, model_weights, perfect_play_rates
 from train.opponents import queue_opponents
 from train.state import RunState, SessionClock
@@ -70,7 +71,12 @@ class CurriculumCallback(BaseCallback):
         state = self.state
         mixture = self.curriculum.mixture(state.stage, selfplay_available=bool(state.snapshots))
         queue_opponents(
-            self.training_env, mixture, state.snapshots, state.rng, self.snapshot_weights
+            self.training_env,
+            mixture,
+            state.snapshots,
+            state.rng,
+            self.snapshot_weights,
+            snapshot_device(self.model.device),
         )
 
     def _on_step(self) -> bool:

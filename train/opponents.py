@@ -19,6 +19,7 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
+import torch
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv, SubprocVecEnv, VecEnv, VecMonitor
 
@@ -29,6 +30,7 @@ from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
 from train.config import TrainConfig
 from train.curriculum import SELF_LABEL
+from train.device_snapshots import DeviceWeights
 from train.timed_policy import TimedPolicy
 
 __all__ = [
@@ -131,12 +133,14 @@ def queue_opponents(
     snapshots: Sequence[str],
     rng: np.random.Generator,
     weights_cache: dict[str, WeightsFile] | None = None,
+    snapshot_device: torch.device | None = None,
 ) -> None:
     """Draw each env's opponent for its next episodes from ``mixture`` (``(label, weight)``; label
     :data:`~train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``).
 
     ``weights_cache`` (path -> weights) spares reading a snapshot's file again at every rollout;
-    paths no longer in ``snapshots`` are dropped from it.
+    paths no longer in ``snapshots`` are dropped from it. With ``snapshot_device`` the snapshots'
+    batches run there (:class:`~train.device_snapshots.DeviceWeights`).
     """
     labels = [label for label, _ in mixture]
     probabilities = np.array([p for _, p in mixture])
@@ -152,7 +156,10 @@ def queue_opponents(
             snapshot = snapshots[rng.integers(len(snapshots))]
             if snapshot not in loaded:
                 if snapshot not in cache:
-                    cache[snapshot] = load_weights(snapshot)
+                    weights = load_weights(snapshot)
+                    if snapshot_device is not None:
+                        weights = DeviceWeights.of(weights, snapshot_device)
+                    cache[snapshot] = weights
                 weights = cache[snapshot]
                 loaded[snapshot] = NumpyNetPolicy(weights, deterministic=False, name="self")
             opponent = loaded[snapshot]
