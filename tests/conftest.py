@@ -10,7 +10,7 @@ benchmark-script and docs tests, and the tests marked slow one by one.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -87,3 +87,13 @@ def pons_positions(pons_dir: Path) -> PonsPositions:
         return read_pons(pons_dir / name, limit)
 
     return load
+
+
+@pytest.fixture(autouse=True, scope="session")
+def sb3_logs_in_a_temporary_folder(tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
+    """SB3 models made without ``tensorboard_log`` log to ``$SB3_LOGDIR``, else to a new
+    ``SB3-<time>`` folder in the system's temporary directory that nothing removes: the
+    tests' (their subprocesses' too) go where pytest cleans up."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("SB3_LOGDIR", str(tmp_path_factory.mktemp("sb3_logs")))
+        yield
