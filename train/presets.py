@@ -22,7 +22,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "strong": (
         "the shipped policy 'ppo': a bigger network taught by the exact solver, then PPO "
         "against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, its last two "
-        "weights averaged (1 to 2.5 hours on 2 cores, by the CPU; resumable)",
+        "weights averaged (1 to 2.5 hours on 2 cores, by the CPU, no time bound; resumable)",
         {
             "out": "runs/strong",
             # seed 1 made the shipped weights, taught the shipped labels of seed 0 (read in
@@ -31,7 +31,11 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "seed": 1,
             "teacher_seed": 0,
             "timesteps": 800_000,
-            "max_minutes": 115.0,
+            # no bound: on 2 CPU cores its supervised passes alone take about an hour, more than
+            # a bounded session's teacher share (a third), which would cut them (to 6 of 10 on 2
+            # AMD EPYC cores under the 115 minutes it had) and change the recipe; Ctrl-C saves and
+            # --resume goes on
+            "max_minutes": 0.0,
             "torch_threads": 2,
             # 96 channels and 3 blocks (was 64 and 2): its final weights beat the smaller run's in
             # every load-independent match, at 0.66 ms per move

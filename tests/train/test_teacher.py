@@ -319,6 +319,9 @@ def test_presets_are_valid_configs() -> None:
     same = {"out": default.out, "timesteps": default.timesteps, "max_minutes": default.max_minutes}
     assert dataclasses.replace(long, **same) == default
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
+    # Unbounded: a session's bound would cut its hour of supervised passes on 2 CPU cores to
+    # the teacher's share, and the preset would no longer be the recipe that made ppo.
+    assert strong.max_minutes == 0
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.
     assert len(default.curriculum) == 14
