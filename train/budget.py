@@ -15,8 +15,8 @@ whole (:class:`Budget`), and the phases share it so that PPO always gets its sha
   (:func:`ppo_seconds`), would not all fit after the teaching passes, the passes give way, down
   to :data:`TEACHING_GIVES_WAY` of them (:meth:`Budget.teaching_for_ppo`): on a CPU somewhat
   slower than the one the default run was sized on, the run still trains all of its steps. A
-  run that cannot finish PPO in one session anyway (a preset resumed over several) keeps its
-  teaching.
+  run that cannot finish PPO in the session anyway (a bound far shorter than the run) keeps the
+  passes of its share.
 
 Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling or teaching
 keeps the chunks labelled and the passes done, and the same command goes on from them.
@@ -128,7 +128,7 @@ class Budget:
         """The seconds left to the teaching passes so that PPO's estimated ``ppo_seconds`` fit
         after them, where the ``teaching_seconds`` planned would leave too few and giving way
         keeps at least :data:`TEACHING_GIVES_WAY` of them; ``None`` where PPO fits anyway or
-        would not fit even so (a run that takes several sessions keeps its teaching)."""
+        would not fit even so (a run that takes several sessions keeps its share)."""
         wanted = min(teaching_seconds, self.teaching_allowed())
         left = self.ppo_deadline() - self.elapsed() - ppo_seconds
         return left if TEACHING_GIVES_WAY * wanted <= left < wanted else None
