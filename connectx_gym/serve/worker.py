@@ -101,7 +101,8 @@ class SearchWorker:
             if job is None:
                 continue
             left = job.deadline - time.perf_counter()
-            if left <= 0:
+            if left <= 0:  # its request may still be waiting: the deadline came first, by a hair
+                job.error = TimeoutError("no answer before the deadline")
                 job.done.set()
                 continue
             try:

@@ -18,6 +18,7 @@ from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
 from connectx_gym.serve.app import close_app, patient
 from connectx_gym.serve.validation import nesting_depth
+from connectx_gym.serve.worker import SearchWorker, _Job
 
 # Busy for 8 s, then legal: long enough to hold the old search thread, short enough not to hang.
 BUSY_AGENT = """
@@ -181,6 +182,32 @@ def test_a_patient_block_lets_searches_run_past_the_move_timeout(app) -> None:
     status, data, _ = timed_post(client, "/api/analyse", long_analysis)
     assert status == 503, data
     assert "no answer within 1.5 s" in data["error"]
+
+
+def test_a_job_reached_after_its_deadline_answers_a_timeout_not_none() -> None:
+    # A request computes its job's deadline, then waits as long again from a moment later: the
+    # search thread can reach the job between the two. It answered None then, and the endpoint
+    # failed with a traceback (500) instead of "no answer within ...".
+    worker = SearchWorker()
+    started = threading.Event()
+    release = threading.Event()
+
+    def occupy() -> None:
+        started.set()
+        release.wait(5)
+
+    first = threading.Thread(target=worker.run, args=(occupy, 5))
+    first.start()
+    started.wait(5)
+    late = _Job(lambda: "answer", deadline=time.perf_counter() - 1)
+    with worker._changed:
+        worker._waiting.append(late)
+    release.set()
+    first.join(5)
+    assert late.done.wait(5)
+    assert isinstance(late.error, TimeoutError)
+    assert late.result is None
+    worker.close()
 
 
 @pytest.mark.slow
