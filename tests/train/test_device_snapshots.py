@@ -72,9 +72,11 @@ def test_a_snapshot_on_the_device_plays_the_numpy_moves(
     np.testing.assert_array_equal(moves[0], moves[1])
 
 
-def test_other_networks_are_refused_and_pickles_stay_numpy(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match="not a ConnectXPolicy export"):
-        DeviceWeights.of(random_weights(Geometry()), CPU)
+def test_any_weights_only_network_runs_and_pickles_stay_numpy(tmp_path: Path) -> None:
+    other = random_weights(Geometry())  # not a ConnectXPolicy export: ones_plane, tanh, linear
+    planes = batch_of(Geometry(), 16, seed=4).planes()
+    logits = DeviceWeights.of(other, CPU).logits(planes)
+    np.testing.assert_allclose(logits, other.logits(planes), atol=1e-4)
     weights = model_weights(make_model(tmp_path, 6, 7, 4, seed=5), Geometry())
     copied = pickle.loads(pickle.dumps(DeviceWeights.of(weights, CPU)))  # to a subprocess env
     assert type(copied) is WeightsFile
