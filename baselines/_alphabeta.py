@@ -2,9 +2,9 @@
 
 Scores are integers from the point of view of the player to move: a win with ``s`` stones on the
 board once it is made scores ``WIN - s`` (sooner is better), a loss the negation, a draw 0, and a
-position at the horizon the window heuristic of :mod:`baselines.heuristic` (far below ``WIN``).
-Win scores count stones from the empty board, not plies from the root, so the table stays valid
-from one move to the next.
+position at the horizon the window heuristic of :mod:`connectx_baselines.heuristic` (far below
+``WIN``). Win scores count stones from the empty board, not plies from the root, so the table stays
+valid from one move to the next.
 
 Each node first settles what needs no search: a move that wins at once, a loss when the opponent
 has two immediate wins (or every move puts a disc under an opponent's winning cell), the single
@@ -12,10 +12,10 @@ forced block. Only the moves that do not hand the opponent a win are searched, t
 first, then the moves making the most winning cells, centre first on ties.
 
 The search keeps its own stack (numba cannot cache self-recursive functions) in the frames of
-:mod:`baselines._layout`, shares its helpers with the solver (:mod:`baselines._kernels_common`:
-non-losing moves, the threat move sorter, the table probe and store) and reads the clock every
-``check_every`` nodes; past ``deadline`` (or once another thread set ``stats[STAT_HALT]``) it
-stops and sets ``stats[STAT_ABORTED]``.
+:mod:`connectx_baselines._layout`, shares its helpers with the solver
+(:mod:`connectx_baselines._kernels_common`: non-losing moves, the threat move sorter, the table
+probe and store) and reads the clock every ``check_every`` nodes; past ``deadline`` (or once another
+thread set ``stats[STAT_HALT]``) it stops and sets ``stats[STAT_ABORTED]``.
 
 :func:`deepen` is the agent's whole move: depth 1, 2, 3, ... over the root columns
 (:func:`root_scores`), best columns of the last depth first, until the depth limit, a proven
@@ -26,8 +26,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._clock import interruptible_monotonic, monotonic
-from baselines._kernels_common import (
+from connectx_baselines._clock import interruptible_monotonic, monotonic
+from connectx_baselines._kernels_common import (
     move_to_front,
     non_losing_moves,
     open_frame,
@@ -38,7 +38,7 @@ from baselines._kernels_common import (
     store,
     threats_of,
 )
-from baselines._layout import (
+from connectx_baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     BOUND_VALUE,
@@ -57,7 +57,7 @@ from baselines._layout import (
     STOPPED_PROVEN,
     STOPPED_TIME,
 )
-from baselines.heuristic import window_score
+from connectx_baselines.heuristic import window_score
 from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, has_line, possible_moves, winning_cells
 
@@ -80,8 +80,9 @@ _UPPER = 2
 
 
 def now(stats: np.ndarray) -> float:
-    """``time.perf_counter()``, callable from compiled code (:mod:`baselines._clock`): through
-    Python, so that Ctrl-C stops the search, when ``stats[STAT_INTERRUPTIBLE]`` asks for it."""
+    """``time.perf_counter()``, callable from compiled code (:mod:`connectx_baselines._clock`):
+    through Python, so that Ctrl-C stops the search, when ``stats[STAT_INTERRUPTIBLE]`` asks for
+    it."""
     if stats[STAT_INTERRUPTIBLE]:
         return interruptible_monotonic()
     return monotonic()
@@ -146,7 +147,8 @@ def search(
     ``deadline`` or another thread set ``stats[STAT_HALT]``. ``table`` is the transposition
     table (rows: key, then ``TABLE_*`` columns);
     ``frames`` and ``bounds`` (at least ``depth + 1`` rows) the stack, as in
-    :mod:`baselines._layout`; ``dims`` the :class:`~connectx_gym._dims.Dims` or their array.
+    :mod:`connectx_baselines._layout`; ``dims`` the :class:`~connectx_gym._dims.Dims` or their
+    array.
     """
     d = as_dims(dims)
     settled, score, moves = _settle(current, mask, stones, depth, -1, own_weights, other_weights, d)

@@ -1,13 +1,13 @@
 """Kernels that score many boards in one call, looping over the per-board search kernels.
 
 :func:`board_scores` is the one adapter between the batch loop and the per-board kernels of
-:mod:`baselines._minimax` and :mod:`baselines._resumable`: a change of their signatures touches it
-alone. :func:`batch_scores` runs the boards on one thread; :func:`batch_scores_parallel` spreads
-them over numba's threads (each board's search is independent, so the scores are the same).
-:func:`alphabeta_scores` and :func:`alphabeta_scores_parallel` do the same for the alpha-beta
-agent's iterative deepening (:func:`baselines._alphabeta.deepen`), each board searched from an
-empty transposition table, so that a board's scores do not depend on the boards searched before
-it in the same table.
+:mod:`connectx_baselines._minimax` and :mod:`connectx_baselines._resumable`: a change of their
+signatures touches it alone. :func:`batch_scores` runs the boards on one thread;
+:func:`batch_scores_parallel` spreads them over numba's threads (each board's search is independent,
+so the scores are the same). :func:`alphabeta_scores` and :func:`alphabeta_scores_parallel` do the
+same for the alpha-beta agent's iterative deepening (:func:`connectx_baselines._alphabeta.deepen`),
+each board searched from an empty transposition table, so that a board's scores do not depend on the
+boards searched before it in the same table.
 Compiled by numba through :func:`connectx_gym._jit.backend` for boards of up to 64 bits.
 """
 
@@ -16,8 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import prange
 
-from baselines._alphabeta import deepen, move_deadline, now
-from baselines._layout import (
+from connectx_baselines._alphabeta import deepen, move_deadline, now
+from connectx_baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_INTERRUPTIBLE,
@@ -27,8 +27,8 @@ from baselines._layout import (
     STAT_ROOT,
     TABLE_KEY,
 )
-from baselines._minimax import onestep_scores
-from baselines._resumable import MINIMAX, minimax_run, negamax_run
+from connectx_baselines._minimax import onestep_scores
+from connectx_baselines._resumable import MINIMAX, minimax_run, negamax_run
 from connectx_gym._dims import as_dims
 from connectx_gym._jit import parallel
 

@@ -3,12 +3,12 @@
 Written on integer bitboards like the kernels (:mod:`connectx_gym._jit` compiles this module with
 numba for boards of up to 64 bits and runs it on Python integers otherwise). ``d`` is the
 geometry's :class:`~connectx_gym._dims.Dims`; ``frames`` and ``table`` follow
-:mod:`baselines._layout`.
+:mod:`connectx_baselines._layout`.
 """
 
 from __future__ import annotations
 
-from baselines._layout import (
+from connectx_baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     BOUND_VALUE,

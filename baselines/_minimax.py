@@ -7,16 +7,16 @@ pruning: alpha-beta returns the exact value whenever it lies strictly inside the
 search that only prunes columns strictly worse than the best one finds exactly the plain minimax's
 best columns and best score.
 
-The search is :func:`baselines._resumable.minimax_run`: the resumable loop shared with negamax (in
-negamax form: the values it passes around are the agent's score, negated at the opponent's nodes)
-with :func:`evaluate`.
+The search is :func:`connectx_baselines._resumable.minimax_run`: the resumable loop shared with
+negamax (in negamax form: the values it passes around are the agent's score, negated at the
+opponent's nodes) with :func:`evaluate`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from baselines.heuristic import window_score
+from connectx_baselines.heuristic import window_score
 from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, has_line, possible_moves
 
@@ -51,8 +51,8 @@ def evaluate(
     other_weights: np.ndarray,
     d: Dims,
 ) -> tuple[bool, float]:
-    """The minimax evaluation (see :mod:`baselines._resumable`): a leaf at the depth limit, when
-    the player who just moved has a line (the other cannot have one: the game would have ended
+    """The minimax evaluation (see :mod:`connectx_baselines._resumable`): a leaf at the depth limit,
+    when the player who just moved has a line (the other cannot have one: the game would have ended
     before) or when the board is full, scored by the window heuristic from the agent's point of
     view (negated when the opponent is to move); the heuristic is computed for leaves only."""
     if remaining == 0 or mask == d.board or has_line(moved, d.height, d.inarow, d.size):

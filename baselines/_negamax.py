@@ -3,7 +3,7 @@
 ``value(position, d)`` is 0 when ``d == 0``, 1 when the side to move can win at once, else the
 maximum over its moves of ``-value(child, d - 1)`` (0 when no move is left: a full board). The
 values are -1, 0 and 1, so alpha-beta on the window ``(-2, 2)`` returns them exactly. The search
-is :func:`baselines._resumable.negamax_run`: the resumable loop shared with minimax, with
+is :func:`connectx_baselines._resumable.negamax_run`: the resumable loop shared with minimax, with
 :func:`evaluate`.
 """
 
@@ -25,7 +25,7 @@ def evaluate(
     other_weights: np.ndarray,
     d: Dims,
 ) -> tuple[bool, float]:
-    """The negamax evaluation (see :mod:`baselines._resumable`): ``(is_leaf, value)`` of a
+    """The negamax evaluation (see :mod:`connectx_baselines._resumable`): ``(is_leaf, value)`` of a
     position decided without looking at its children (the weights and sides are not used)."""
     if remaining == 0:
         return True, 0.0

@@ -14,15 +14,15 @@ leaf. :func:`run` is no :func:`~connectx_gym._jit.helper` (those are compiled wi
 reference counting, which the evaluations' small lists need).
 
 The loop keeps its own stack (numba cannot cache self-recursive functions) in the arrays of
-:mod:`baselines._layout`, and stops after a node budget: the caller runs it in chunks.
+:mod:`connectx_baselines._layout`, and stops after a node budget: the caller runs it in chunks.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from baselines._kernels_common import next_move, open_frame, raise_value
-from baselines._layout import (
+from connectx_baselines._kernels_common import next_move, open_frame, raise_value
+from connectx_baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     BOUND_VALUE,
@@ -33,8 +33,8 @@ from baselines._layout import (
     STAT_PLY,
     STAT_ROOT,
 )
-from baselines._minimax import evaluate as minimax_evaluate
-from baselines._negamax import evaluate as negamax_evaluate
+from connectx_baselines._minimax import evaluate as minimax_evaluate
+from connectx_baselines._negamax import evaluate as negamax_evaluate
 from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
@@ -182,7 +182,7 @@ def minimax_run(
     state: np.ndarray,
 ) -> bool:
     """Per-column minimax scores for the player to move (the agent), into ``out`` (NaN: full),
-    scored by :func:`baselines._minimax.evaluate`.
+    scored by :func:`connectx_baselines._minimax.evaluate`.
 
     With ``exact`` every column gets its exact score. Otherwise only the columns of maximal
     score do; the others get an upper bound that is strictly below the best score (a column is
@@ -200,7 +200,7 @@ def negamax_run(
     current: int, mask: int, depth: int, order: np.ndarray, dims, out, frames, bounds, state
 ) -> bool:
     """``out[c]``: 1 if column ``c`` wins at once, else ``-value(child, depth - 1)`` of
-    :mod:`baselines._negamax`; NaN when ``c`` is full. Returns False when ``state``'s node
+    :mod:`connectx_baselines._negamax`; NaN when ``c`` is full. Returns False when ``state``'s node
     budget ran out first (call again to carry on), True when ``out`` is complete."""
     return run(
         NEGAMAX, current, mask, depth, True, -2.0, 1.0, _NO_WEIGHTS, _NO_WEIGHTS, order, dims,

@@ -1,4 +1,4 @@
-"""Search kernels of the exact solver (:mod:`baselines.solver`), after Pascal Pons' solver.
+"""Search kernels of the exact solver (:mod:`connectx_baselines.solver`), after Pascal Pons' solver.
 
 Written once on integer bitboards: :func:`connectx_gym._jit.backend` compiles this module with numba
 when the board fits in 64 bits and runs it on Python integers otherwise. Every kernel takes
@@ -7,13 +7,13 @@ when the board fits in 64 bits and runs it on Python integers otherwise. Every k
   :func:`~connectx_gym._dims.dims_arg`);
 - ``table``: the transposition table, an ``(n, 2)`` array of ``(key, bound)`` rows (``int64``, or
   ``object`` on boards of more than 64 bits), ``n`` prime; the key of a position
-  (:func:`~baselines._kernels_common.position_key`) is unique and stored whole, so entries never
-  collide;
+  (:func:`~connectx_baselines._kernels_common.position_key`) is unique and stored whole, so entries
+  never collide;
 - ``order``: the columns, centre first (ties in the move ordering keep it);
 - ``frames`` and ``bounds``: the search's stack, one row per number of stones on the board
-  (``cells + 1`` rows), in the layout of :mod:`baselines._layout`;
-- ``stats``: the ``int64`` state array of :mod:`baselines._layout`; a search that visits more
-  than ``stats[STAT_BUDGET]`` nodes sets ``stats[STAT_ABORTED]`` and returns garbage, which the
+  (``cells + 1`` rows), in the layout of :mod:`connectx_baselines._layout`;
+- ``stats``: the ``int64`` state array of :mod:`connectx_baselines._layout`; a search that visits
+  more than ``stats[STAT_BUDGET]`` nodes sets ``stats[STAT_ABORTED]`` and returns garbage, which the
   caller discards (nothing is stored in the table after an abort, so the table stays exact).
 
 Scores follow Pons' convention: with ``cells`` cells and ``moves`` stones on the board, a win for
@@ -23,7 +23,7 @@ less, and so on; a loss scores the negative of the winner's score; a draw scores
 
 from __future__ import annotations
 
-from baselines._kernels_common import (
+from connectx_baselines._kernels_common import (
     non_losing_moves,
     open_frame,
     position_key,
@@ -32,7 +32,7 @@ from baselines._kernels_common import (
     store,
     threats_of,
 )
-from baselines._layout import (
+from connectx_baselines._layout import (
     BOUND_ALPHA,
     BOUND_BETA,
     FRAME_COUNT,

@@ -1,10 +1,11 @@
 """A strong ConnectX agent (``"alphabeta"``): iterative-deepening alpha-beta under a time budget.
 
-Each move searches depth 1, 2, 3, ... with a negamax alpha-beta (:mod:`baselines._alphabeta`):
-a transposition table kept for the whole game, move ordering that settles immediate wins, forced
-blocks and moves handing the opponent a win before searching, and at the horizon the window
-heuristic weighing windows one, two and three discs short of a line. The search reads the clock
-inside the tree and stops at the budget; the move comes from the deepest depth completed.
+Each move searches depth 1, 2, 3, ... with a negamax alpha-beta
+(:mod:`connectx_baselines._alphabeta`): a transposition table kept for the whole game, move ordering
+that settles immediate wins, forced blocks and moves handing the opponent a win before searching,
+and at the horizon the window heuristic weighing windows one, two and three discs short of a line.
+The search reads the clock inside the tree and stops at the budget; the move comes from the deepest
+depth completed.
 
 At the root only the columns strictly worse than the best so far are pruned, so all columns of
 the best score are known and the agent picks among them with the caller's generator.
@@ -16,8 +17,8 @@ import time
 
 import numpy as np
 
-from baselines._checks import require_depth_fits, require_seconds, signal_safe
-from baselines._layout import (
+from connectx_baselines._checks import require_depth_fits, require_seconds, signal_safe
+from connectx_baselines._layout import (
     STAT_INTERRUPTIBLE,
     STAT_NODES,
     STOPPED_LIMIT,
@@ -27,7 +28,7 @@ from baselines._layout import (
     new_frames,
     new_state,
 )
-from baselines.heuristic import WindowWeights
+from connectx_baselines.heuristic import WindowWeights
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
@@ -61,7 +62,7 @@ class _Tables:
     """Per-geometry kernels, weights and transposition table."""
 
     def __init__(self, geometry: Geometry, weights: WindowWeights, table_size: int) -> None:
-        self.kernels = backend("baselines._alphabeta", geometry)
+        self.kernels = backend("connectx_baselines._alphabeta", geometry)
         self.own, self.other = weights.arrays(geometry.inarow)
         self.order = center_order(geometry.columns)
         # Python integers for boards beyond 64 bits, so their keys fit (on 64 bits
@@ -154,7 +155,7 @@ class AlphaBetaPolicy(Policy):
         stats: np.ndarray,
     ) -> tuple[np.ndarray, int, int]:
         """The root scores of the deepest search completed, that depth and why it stopped
-        (:func:`baselines._alphabeta.deepen`)."""
+        (:func:`connectx_baselines._alphabeta.deepen`)."""
         scores = np.full(board.geometry.columns, np.nan)
         reached, stopped = tables.kernels.deepen(
             board.current, board.mask, board.moves, limit, start, deadline, tables.check_every,
@@ -217,4 +218,4 @@ class AlphaBetaPolicy(Policy):
         return f"AlphaBetaPolicy(time_budget={self.time_budget}{depth})"
 
 
-register_batch_actor(AlphaBetaPolicy, "baselines.batched:alphabeta_act_batch")
+register_batch_actor(AlphaBetaPolicy, "connectx_baselines.batched:alphabeta_act_batch")

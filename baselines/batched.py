@@ -4,15 +4,15 @@ The batched env (:mod:`connectx_gym.vector`) asks ``onestep``, ``minimax``, ``ne
 ``alphabeta`` opponents for all their boards at once through these functions (registered by class
 in :mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop calls them); the
 column is one of maximal score with ties broken by the caller's generator. ``alphabeta`` searches
-each board as its :meth:`~baselines.alphabeta.AlphaBetaPolicy.scores` does after a ``reset``
-(from an empty transposition table), in a table smaller than the agent's own
+each board as its :meth:`~connectx_baselines.alphabeta.AlphaBetaPolicy.scores` does after a
+``reset`` (from an empty transposition table), in a table smaller than the agent's own
 (:data:`ALPHABETA_TABLE_SIZE` rows, emptied faster).
 
 A batch whose searches are long enough is cut into one part per thread and the parts are searched
 at once, on numba's threads (``numba.set_num_threads`` or the ``NUMBA_NUM_THREADS`` environment
 variable; by default the cores this process may use); whether a batch gains by it is measured as
-the batches come (:mod:`baselines._thread_choice`). Each board's search is independent of the
-others, so the answers do not depend on the threads. An ``alphabeta`` batch that may take long
+the batches come (:mod:`connectx_baselines._thread_choice`). Each board's search is independent of
+the others, so the answers do not depend on the threads. An ``alphabeta`` batch that may take long
 (a time budget and no low ``max_depth``: seconds) waits on a helper thread, so that Ctrl-C stops
 it at once.
 """
@@ -23,15 +23,15 @@ import threading
 
 import numpy as np
 
-from baselines._alphabeta import TABLE_WIDTH
-from baselines._batched_kernels import ONESTEP
-from baselines._checks import require_depth_fits, run_stoppable
-from baselines._layout import STAT_HALT, center_order, new_frames, new_state
-from baselines._resumable import MINIMAX, NEGAMAX
-from baselines._thread_choice import ThreadChoice
-from baselines.alphabeta import AlphaBetaPolicy
-from baselines.lookahead import MinimaxPolicy, OneStepPolicy
-from baselines.negamax import NegamaxPolicy
+from connectx_baselines._alphabeta import TABLE_WIDTH
+from connectx_baselines._batched_kernels import ONESTEP
+from connectx_baselines._checks import require_depth_fits, run_stoppable
+from connectx_baselines._layout import STAT_HALT, center_order, new_frames, new_state
+from connectx_baselines._resumable import MINIMAX, NEGAMAX
+from connectx_baselines._thread_choice import ThreadChoice
+from connectx_baselines.alphabeta import AlphaBetaPolicy
+from connectx_baselines.lookahead import MinimaxPolicy, OneStepPolicy
+from connectx_baselines.negamax import NegamaxPolicy
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.batch import BoardBatch, choose_best_batch
@@ -102,7 +102,7 @@ def batch_scores(
     estimate = boards * g.columns ** (1 if kind == ONESTEP else depth)
     parts = _parts(key, g, boards, estimate * NANOSECONDS_PER_NODE[kind], threads)
     frames, bounds = new_frames(depth, g)
-    kernels = backend("baselines._batched_kernels", g)
+    kernels = backend("connectx_baselines._batched_kernels", g)
     score = kernels.batch_scores_parallel if parts > 1 else kernels.batch_scores
     arguments = (
         kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims_arg(g),
@@ -170,7 +170,7 @@ def alphabeta_batch_scores(
     parts = _parts(key, g, boards, boards * ALPHABETA_NANOSECONDS, threads)
     tables, frames, bounds, stats = _alphabeta_scratch(g, parts)
     own, other = policy.weights.arrays(g.inarow)
-    kernels = backend("baselines._batched_kernels", g)
+    kernels = backend("connectx_baselines._batched_kernels", g)
     score = kernels.alphabeta_scores_parallel if parts > 1 else kernels.alphabeta_scores
     arguments = (
         batch.current, batch.mask, batch.moves, max_depth, policy.time_budget,

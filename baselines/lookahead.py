@@ -9,15 +9,15 @@
   with opponent-``inarow`` -1e4 added, from the agent's point of view.
 
 Both play a column of maximal score with ties broken by the caller's generator, exactly as the
-tutorials' code does, and accept custom :class:`~baselines.heuristic.WindowWeights`.
+tutorials' code does, and accept custom :class:`~connectx_baselines.heuristic.WindowWeights`.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from baselines._checks import require_depth_fits
-from baselines._layout import (
+from connectx_baselines._checks import require_depth_fits
+from connectx_baselines._layout import (
     STAT_NODES,
     center_order,
     new_frames,
@@ -26,7 +26,7 @@ from baselines._layout import (
     restart,
     run_in_chunks,
 )
-from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
+from connectx_baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
@@ -76,7 +76,7 @@ class OneStepPolicy(Policy):
     def __init__(self, weights: WindowWeights | None = None) -> None:
         super().__init__()
         self.weights = weights or ONESTEP_WEIGHTS
-        self._cache = _GeometryCache(self.weights, "baselines._minimax")
+        self._cache = _GeometryCache(self.weights, "connectx_baselines._minimax")
 
     def scores(self, board: Board) -> np.ndarray:
         """The heuristic after each column (NaN for full columns; all NaN once the game is over)."""
@@ -114,7 +114,7 @@ class MinimaxPolicy(Policy):
         super().__init__()
         self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
-        self._cache = _GeometryCache(self.weights, "baselines._resumable")
+        self._cache = _GeometryCache(self.weights, "connectx_baselines._resumable")
         self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:
@@ -163,5 +163,5 @@ class MinimaxPolicy(Policy):
 
 
 # The batched env answers all boards of these opponents at once (connectx_gym.batch).
-register_batch_actor(OneStepPolicy, "baselines.batched:onestep_act_batch")
-register_batch_actor(MinimaxPolicy, "baselines.batched:minimax_act_batch")
+register_batch_actor(OneStepPolicy, "connectx_baselines.batched:onestep_act_batch")
+register_batch_actor(MinimaxPolicy, "connectx_baselines.batched:minimax_act_batch")

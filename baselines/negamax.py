@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from baselines._checks import require_depth_fits
-from baselines._layout import (
+from connectx_baselines._checks import require_depth_fits
+from connectx_baselines._layout import (
     center_order,
     new_frames,
     new_state,
@@ -58,7 +58,7 @@ class NegamaxPolicy(Policy):
             return out
         if g not in self._kernels:
             self._kernels[g] = (
-                backend("baselines._resumable", g),
+                backend("connectx_baselines._resumable", g),
                 center_order(g.columns),
                 dims_arg(g),
             )
@@ -86,4 +86,4 @@ class NegamaxPolicy(Policy):
 
 
 # The batched env answers all boards of this opponent at once (connectx_gym.batch).
-register_batch_actor(NegamaxPolicy, "baselines.batched:negamax_act_batch")
+register_batch_actor(NegamaxPolicy, "connectx_baselines.batched:negamax_act_batch")

@@ -8,14 +8,14 @@ A move is
   slowest loss).
 
 An illegal answer counts as a mistake. :func:`evaluate_policy` judges a policy on any set of
-:mod:`baselines.position_sets` and returns one :class:`PerfectPlayResult`: rates with 95% Wilson
-intervals, per phase and overall. On the shipped labelled positions (the default; made by
+:mod:`connectx_baselines.position_sets` and returns one :class:`PerfectPlayResult`: rates with 95%
+Wilson intervals, per phase and overall. On the shipped labelled positions (the default; made by
 ``tools/make_positions.py``) the exact score of every move is in the file; on Pons' files (the
 position's score is known) and on any boards, the solver judges the move played, and a position
 it cannot settle within ``node_limit`` / ``time_limit`` is counted as unsolved and left out. Use
 the ``test`` split for reports and the ``dev`` split for tuning (never tune on what you report)::
 
-    from baselines.perfect_play import evaluate_policy, load_pons
+    from connectx_baselines.perfect_play import evaluate_policy, load_pons
 
     result = evaluate_policy("minimax:depth=4")          # test split, seed 0
     result.overall.mistake_rate, result.overall.mistake_ci95
@@ -38,7 +38,7 @@ from typing import Any
 
 import numpy as np
 
-from baselines.position_sets import (
+from connectx_baselines.position_sets import (
     DEFAULT_POSITIONS,
     SPLITS,
     LabelledPositions,
@@ -47,7 +47,7 @@ from baselines.position_sets import (
     load_positions,
     positions_from_games,
 )
-from baselines.solver import SearchLimitError, get_solver
+from connectx_baselines.solver import SearchLimitError, get_solver
 from connectx_gym.bitboard import Board
 from connectx_gym.match import wilson_interval
 from connectx_gym.policy import (

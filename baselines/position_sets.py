@@ -1,4 +1,5 @@
-"""The position sets a policy is judged on against perfect play (:mod:`baselines.perfect_play`).
+"""The position sets a policy is judged on against perfect play
+(:mod:`connectx_baselines.perfect_play`).
 
 * :func:`load_positions`: the shipped labelled positions, ``baselines/data/positions.npz`` (see
   the README next to it), each with the exact score of every legal move, in a ``dev`` and a

@@ -1,4 +1,5 @@
-"""An exact ConnectX solver and a perfect-play policy (judging policies: baselines.perfect_play).
+"""An exact ConnectX solver and a perfect-play policy (judging policies:
+connectx_baselines.perfect_play).
 
 Scores follow Pascal Pons' Connect Four benchmark: 0 for a draw; when the side to move wins, a
 positive score that is larger the sooner it wins, negative when it loses. With ``cells`` cells on
@@ -8,11 +9,11 @@ number of the winner's stones at the win. A loss scores the negative of the winn
 
 The search is Pons' (bitboards, negamax with alpha-beta on null windows narrowed by binary search, a
 transposition table, centre-first and threat-count move ordering, only moves that do not lose at
-once, immediate wins seen first), in :mod:`baselines._solver_kernels`: numba-compiled when the
-board fits in 64 bits, plain Python on larger boards. Typical use::
+once, immediate wins seen first), in :mod:`connectx_baselines._solver_kernels`: numba-compiled when
+the board fits in 64 bits, plain Python on larger boards. Typical use::
 
     from connectx_gym import Board, Geometry
-    from baselines.solver import move_scores, solve
+    from connectx_baselines.solver import move_scores, solve
 
     moves = [4, 4, 4, 3, 1, 1, 3, 2, 2, 2, 1, 2, 3, 4, 0, 0, 6, 5, 3, 3, 0, 4, 0, 0, 4]
     board = Board.from_moves(Geometry(6, 7, 4), moves)
@@ -29,8 +30,8 @@ from collections import OrderedDict
 
 import numpy as np
 
-from baselines._checks import require_node_limit, require_seconds, require_table_bits
-from baselines._layout import (
+from connectx_baselines._checks import require_node_limit, require_seconds, require_table_bits
+from connectx_baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_NODES,
@@ -55,7 +56,7 @@ __all__ = [
     "solve",
 ]
 
-_KERNELS = "baselines._solver_kernels"
+_KERNELS = "connectx_baselines._solver_kernels"
 #: Nodes per second assumed before a solver has timed itself (kept low: a too-high guess overruns).
 _INITIAL_RATE = {True: 300_000.0, False: 5_000.0}
 #: Nodes per kernel call at most (a fraction of a second): Python handles Ctrl-C between calls.

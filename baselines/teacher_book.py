@@ -1,19 +1,19 @@
 """The teacher books: exact move values of hard positions, labelled once and shipped for teaching.
 
-A run's own teacher set (:mod:`baselines.teacher_labels`) leaves out positions of fewer than 8
-stones and skips most of those of 8 to 11, because proving them costs seconds each where later
-positions cost milliseconds. Yet that is where a network's decisive mistakes against search
+A run's own teacher set (:mod:`connectx_baselines.teacher_labels`) leaves out positions of fewer
+than 8 stones and skips most of those of 8 to 11, because proving them costs seconds each where
+later positions cost milliseconds. Yet that is where a network's decisive mistakes against search
 often are. The book labels such positions once, outside any run's budget, and ships them as
-``baselines/data/teacher_book.npz`` (a :class:`~baselines.teacher_labels.TeacherSet`), which
-``connectx train`` adds to its teacher set (``--teacher-book opening:COPIES``, on by default on
-6x7).
+``baselines/data/teacher_book.npz`` (a :class:`~connectx_baselines.teacher_labels.TeacherSet`),
+which ``connectx train`` adds to its teacher set (``--teacher-book opening:COPIES``, on by default
+on 6x7).
 
 How it is made (:data:`BOOK`): games between :data:`BOOK_PLAYERS` (strong players, some with
 noise, and the shipped network ``ppo`` so that the positions a trained agent reaches are there)
 start from a random two-ply opening; each position of 5 to 11 stones is kept with probability
 0.4, deduplicated up to the mirror, and labelled under a node cap of 300 million (skipped
-if not proven). Positions of the evaluation set (:mod:`baselines.perfect_play`, both splits) are
-never included.
+if not proven). Positions of the evaluation set (:mod:`connectx_baselines.perfect_play`, both
+splits) are never included.
 
 The **early book** (:data:`EARLY_BOOK`, ``baselines/data/teacher_book_early.npz``, added by
 ``--teacher-book early:COPIES``) does the same for positions of 12 to 20 stones, the phase where the
@@ -28,7 +28,8 @@ The **middle book** (:data:`MIDDLE_BOOK`, ``baselines/data/teacher_book_middle.n
 phase, where about a third of the shipped network's games against alphabeta that it does not win
 are decided (of those whose deciding move is proven, ``benchmarks/bench_losses.py``). Such
 positions cost the solver little and a run's own labelling holds many, but from games of minimax
-players only (:data:`baselines.teacher_labels.PLAYERS`), never a trained network's against search.
+players only (:data:`connectx_baselines.teacher_labels.PLAYERS`), never a trained network's against
+search.
 
 This module holds what the books are and reads them; ``tools/teacher_book.py`` makes them. A
 book grows chunk by chunk: ``python -m tools.teacher_book --chunks N [--book NAME]`` labels the
@@ -44,7 +45,7 @@ import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 
-from baselines.teacher_labels import ChunkSettings, TeacherSet
+from connectx_baselines.teacher_labels import ChunkSettings, TeacherSet
 from connectx_gym.bitboard import Geometry
 
 __all__ = [

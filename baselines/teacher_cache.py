@@ -1,11 +1,12 @@
 """The shipped labels: chunks of teacher positions, labelled once, that a run reads instead.
 
-``connectx train`` labels its teacher positions (:mod:`baselines.teacher_labels`) in chunks of
-:data:`~baselines.teacher_labels.CHUNK`, each seeded from the run's seed. With the default seed
-0, the default settings and the 6x7 board, every run labels the same chunks: the first 120 for the
-default run's 30,000 positions, the first 800 for ``--preset strong``'s 200,000. Labelling those
-takes most of an hour on 2 cores, so the package ships them (``baselines/data/teacher_chunks.npz``)
-and :func:`~baselines.teacher_labels.make_teacher_set` reads a chunk from here when it holds
+``connectx train`` labels its teacher positions (:mod:`connectx_baselines.teacher_labels`) in chunks
+of :data:`~connectx_baselines.teacher_labels.CHUNK`, each seeded from the run's seed. With the
+default seed 0, the default settings and the 6x7 board, every run labels the same chunks: the first
+120 for the default run's 30,000 positions, the first 800 for ``--preset strong``'s 200,000.
+Labelling those takes most of an hour on 2 cores, so the package ships them
+(``baselines/data/teacher_chunks.npz``) and
+:func:`~connectx_baselines.teacher_labels.make_teacher_set` reads a chunk from here when it holds
 one: the same positions and values, made by the same function (a test relabels some and compares).
 Any other seed, board or setting labels its own chunks as before.
 
@@ -13,7 +14,7 @@ This module reads the file (and holds its format); ``python -m tools.teacher_cac
 200000 --workers 2`` in the repository makes it (resumable: labelled chunks are kept in
 ``--cache``), and ``--check N`` relabels ``N`` random chunks of the file and compares them.
 
-Arrays: ``keys`` (str ``[c]``, :func:`~baselines.teacher_labels.chunk_key` of each chunk),
+Arrays: ``keys`` (str ``[c]``, :func:`~connectx_baselines.teacher_labels.chunk_key` of each chunk),
 ``offsets`` int64 ``[c + 1]`` (chunk ``i`` holds positions ``offsets[i]:offsets[i + 1]``),
 ``games`` and ``skipped`` int64 ``[c]``, ``moves`` int8 ``[n, cells]`` (0-based columns, -1
 padded), ``values`` int8 ``[n, columns]`` (the chunk's values, -128 for a full column) and
@@ -102,8 +103,8 @@ class ChunkStore:
         return len(self.keys)
 
     def get(self, key: str) -> ChunkResult | None:
-        """The chunk of ``key`` as :func:`~baselines.teacher_labels.label_chunk` returns it, or
-        ``None`` when the store does not hold it."""
+        """The chunk of ``key`` as :func:`~connectx_baselines.teacher_labels.label_chunk` returns
+        it, or ``None`` when the store does not hold it."""
         index = self._index.get(key)
         if index is None:
             return None
@@ -116,7 +117,7 @@ class ChunkStore:
     def from_chunks(
         cls, keys: Sequence[str], chunks: Sequence[ChunkResult], cells: int, meta: dict[str, Any]
     ) -> ChunkStore:
-        """A store of ``chunks`` (as :func:`~baselines.teacher_labels.label_chunk` returns
+        """A store of ``chunks`` (as :func:`~connectx_baselines.teacher_labels.label_chunk` returns
         them) under ``keys``; ``meta`` must hold ``"exclusion"``."""
         if "exclusion" not in meta:
             raise ValueError("meta must hold the exclusion digest")

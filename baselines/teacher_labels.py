@@ -1,9 +1,9 @@
 """Positions labelled by the exact solver, for teaching a network (``connectx train --teacher``).
 
 A *teacher set* is many positions that real games reach, each with the game value of every legal
-move for the player to move (+1 win, 0 draw, -1 loss, by :meth:`baselines.solver.Solver.
+move for the player to move (+1 win, 0 draw, -1 loss, by :meth:`connectx_baselines.solver.Solver.
 move_values`). A network that learns to put its probability on the value-keeping moves learns
-what the mistake rate of :mod:`baselines.perfect_play` measures.
+what the mistake rate of :mod:`connectx_baselines.perfect_play` measures.
 
 How positions are made (deterministic for a seed, whatever the number of worker processes):
 
@@ -12,8 +12,8 @@ How positions are made (deterministic for a seed, whatever the number of worker 
    both seats drawn with replacement) and keeps each position of at least ``min_ply`` stones
    with probability ``keep``.
 2. Positions are deduplicated up to the horizontal mirror, and any position of ``exclude`` (the
-   evaluation set of :mod:`baselines.perfect_play`, both splits, by default) is left out, so
-   training never sees a position it is measured on.
+   evaluation set of :mod:`connectx_baselines.perfect_play`, both splits, by default) is left out,
+   so training never sees a position it is measured on.
 3. Each is labelled under a node cap; a position not proven within it is skipped (the hardest
    early positions are under-represented, and positions under ``min_ply`` stones are absent:
    their values cost seconds each).
@@ -32,10 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from baselines.game_positions import canonical_key, canonical_keys, play_game
-from baselines.position_sets import load_positions
-from baselines.solver import SearchLimitError, Solver
-from baselines.teacher_cache import (
+from connectx_baselines.game_positions import canonical_key, canonical_keys, play_game
+from connectx_baselines.position_sets import load_positions
+from connectx_baselines.solver import SearchLimitError, Solver
+from connectx_baselines.teacher_cache import (
     ChunkResult,
     exclusion_digest,
     pad_moves,
@@ -271,8 +271,8 @@ def make_teacher_set(
     parallel (the result does not depend on it). With a ``cache`` folder, each labelled chunk is
     written there and read back by a later call with the same settings, so an interrupted run
     loses at most the chunks in progress. With ``shipped``, chunks
-    that the shipped labels hold (:mod:`baselines.teacher_cache`: the chunks of seed 0 on 6x7
-    with the default settings and exclusion) are read from them instead of labelled: the same
+    that the shipped labels hold (:mod:`connectx_baselines.teacher_cache`: the chunks of seed 0 on
+    6x7 with the default settings and exclusion) are read from them instead of labelled: the same
     positions and values this function labels, made by it. Once ``stop()`` is true no chunk is
     started and :class:`LabellingStoppedError` is raised (the chunks done are in ``cache``).
     """

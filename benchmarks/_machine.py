@@ -1,6 +1,6 @@
 """The machine a benchmark ran on, for the first line of its output: CPU model, cores, native
-bfloat16 and GPU, without importing torch (``train.devices.machine_summary`` is the training
-runs' line, from torch's own checks)."""
+bfloat16 and GPU, without importing torch (``connectx_train.devices.machine_summary`` is the
+training runs' line, from torch's own checks)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import platform
 import subprocess
 from pathlib import Path
 
-from baselines._thread_choice import available_cores
+from connectx_baselines._thread_choice import available_cores
 
 __all__ = ["available_cores", "bfloat16_support", "cpu_model", "gpu_name", "machine_line"]
 

@@ -2,9 +2,9 @@
 
 For each agent (a policy spec or a weights ``.npz``; default: the shipped ``ppo``):
 
-- **mistake rate** on the labelled positions' ``test`` split (:mod:`baselines.perfect_play`): the
-  share of positions where its move loses the win/draw/loss value, per phase, with 95% Wilson
-  intervals, and the perfect-move rate;
+- **mistake rate** on the labelled positions' ``test`` split
+  (:mod:`connectx_baselines.perfect_play`): the share of positions where its move loses the
+  win/draw/loss value, per phase, with 95% Wilson intervals, and the perfect-move rate;
 - **matches** from all 49 two-ply openings, each from both seats (98 games; draws count half)
   against minimax depth 4 and alphabeta at 50 ms per move, repeated with ``--repeats`` seeds
   (4): the mean score and each seed's (one 98-game match moves by about 0.1 between seeds);
@@ -36,7 +36,7 @@ from typing import Any
 import numpy as np
 from _machine import machine_line
 
-from baselines.perfect_play import evaluate_policy, load_positions
+from connectx_baselines.perfect_play import evaluate_policy, load_positions
 from connectx_gym.match import play_match, wilson_interval
 from connectx_gym.registry import make_policy
 

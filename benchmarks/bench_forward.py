@@ -31,7 +31,7 @@ import time
 import numpy as np
 from _machine import machine_line
 
-from baselines.perfect_play import load_positions
+from connectx_baselines.perfect_play import load_positions
 from connectx_gym import forward as forward_module
 from connectx_gym.files import (
     SHIPPED_WEIGHTS,

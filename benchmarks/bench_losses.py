@@ -5,7 +5,7 @@ issue's match protocol (49 two-ply openings from both seats, 98 games per seed) 
 opponent (default: alphabeta at 50 ms per move, the hardest target), then walks back every game
 the agent did not win with the exact solver to its last value-losing move
 (:mod:`tools.game_review`). The table says in which phase of the game (plies of
-:func:`baselines.game_positions.phase_bounds`) those moves were: where more teaching pays.
+:func:`connectx_baselines.game_positions.phase_bounds`) those moves were: where more teaching pays.
 
 Positions of few stones can take seconds each to weakly solve: ``--node-limit`` caps each one,
 and a game whose walk meets an unproven position counts as "unproven" (its decisive move, if
@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/ of this c
 
 from _machine import machine_line
 
-from baselines.game_positions import phase_bounds
+from connectx_baselines.game_positions import phase_bounds
 from connectx_gym.bitboard import Geometry
 from connectx_gym.match import play_match
 from tools.game_review import review_games

@@ -68,7 +68,7 @@ def rates(run: Callable[[Any], Any], count: int) -> list[tuple[str, float]] | No
 
 def accuracy(spec: str) -> int:
     """Positions per second of ``evaluate_policy(spec)``: local, then Ray with 1 and 2 workers."""
-    from baselines.perfect_play import evaluate_policy, load_positions
+    from connectx_baselines.perfect_play import evaluate_policy, load_positions
 
     positions = load_positions(split="test")
     rows = rates(

@@ -1,9 +1,9 @@
 """Exact solver vs bitbully (a C++ Connect Four solver from PyPI) on Pascal Pons' benchmark sets.
 
-Solves every position of each set with :class:`baselines.solver.Solver` and with bitbully, in one
-run and interleaved position by position (so both see the same machine load), checks every score
-against the file and prints a markdown table of mean times per position. bitbully is measured as a
-user would call it: one ``BitBully`` agent per configuration, kept across positions (its
+Solves every position of each set with :class:`connectx_baselines.solver.Solver` and with bitbully,
+in one run and interleaved position by position (so both see the same machine load), checks every
+score against the file and prints a markdown table of mean times per position. bitbully is measured
+as a user would call it: one ``BitBully`` agent per configuration, kept across positions (its
 transposition table too, like ours), timed around ``agent.mtdf(board)``; once without an opening
 book (like for like: our solver has none) and, with ``--book``, with its default 12-ply book.
 
@@ -25,8 +25,8 @@ from pathlib import Path
 
 from _machine import machine_line
 
-from baselines.position_sets import load_pons
-from baselines.solver import Solver
+from connectx_baselines.position_sets import load_pons
+from connectx_baselines.solver import Solver
 from connectx_gym import Geometry
 
 SETS = {

@@ -2,8 +2,8 @@
 
 1. ``--device cuda`` picks the GPU, a tiny run (with a teacher) trains there, and its checkpoint
    resumes on the CPU (``--device cpu``).
-2. One supervised pass (:func:`train.teacher.pretrain_policy`, the default network, batches of
-   256) over ``--positions`` positions on the GPU (float32 and bfloat16) and on the CPU (float32,
+2. One supervised pass (:func:`connectx_train.teacher.pretrain_policy`, the default network, batches
+   of 256) over ``--positions`` positions on the GPU (float32 and bfloat16) and on the CPU (float32,
    torch's threads), after a short warm-up pass on each. The positions are random boards with
    random labels: the pass's work does not depend on them.
 3. The phases of the default run on the GPU, in this process (:mod:`bench_phases`' table);
@@ -32,14 +32,14 @@ import numpy as np
 import torch
 from bench_phases import SMOKE, describe_run, phase_table
 
-from train.config import TrainConfig, add_arguments, config_from_args
-from train.devices import machine_summary, resolve_device
+from connectx_train.config import TrainConfig, add_arguments, config_from_args
+from connectx_train.devices import machine_summary, resolve_device
 
 if TYPE_CHECKING:
-    from train.teacher import TeacherTensors
+    from connectx_train.teacher import TeacherTensors
 
-# train.model, train.teacher and train.trainer (stable-baselines3) are imported where they are
-# used: without a GPU the script stops before those slow imports
+# connectx_train.model, connectx_train.teacher and connectx_train.trainer (stable-baselines3) are
+# imported where they are used: without a GPU the script stops before those slow imports
 
 
 def tiny_config() -> TrainConfig:
@@ -57,7 +57,7 @@ def quiet(_: str) -> None:
 
 def check_tiny_run(device: str, directory: Path) -> None:
     """Part 1: a tiny run on ``device`` reports it, and its checkpoint resumes on the CPU."""
-    from train.trainer import train
+    from connectx_train.trainer import train
 
     out, tiny = directory / "tiny", tiny_config()
     report = train(dataclasses.replace(tiny, out=str(out), device=device), log=quiet)
@@ -73,7 +73,7 @@ def check_tiny_run(device: str, directory: Path) -> None:
 
 def random_positions(count: int, rows: int, columns: int, seed: int) -> TeacherTensors:
     """``count`` random boards and labels, shaped like the teacher's (seeded)."""
-    from train.teacher import TeacherTensors
+    from connectx_train.teacher import TeacherTensors
 
     rng = np.random.default_rng(seed)
     stones = rng.random((count, rows, columns)) < 0.4
@@ -91,9 +91,9 @@ def random_positions(count: int, rows: int, columns: int, seed: int) -> TeacherT
 
 def time_supervised_pass(device: str, precision: str, positions: TeacherTensors) -> float:
     """Wall seconds of one supervised pass over ``positions`` with the default network."""
-    from train.model import new_model
-    from train.opponents import close_env, make_vec_env
-    from train.teacher import PRETRAIN_LEARNING_RATE, TEACHER_BATCH, pretrain_policy
+    from connectx_train.model import new_model
+    from connectx_train.opponents import close_env, make_vec_env
+    from connectx_train.teacher import PRETRAIN_LEARNING_RATE, TEACHER_BATCH, pretrain_policy
 
     config = dataclasses.replace(TrainConfig(), device=device, precision=precision, n_envs=2)
     env = make_vec_env(config)
@@ -112,7 +112,7 @@ def time_supervised_pass(device: str, precision: str, positions: TeacherTensors)
 
 def time_supervised_passes(device: str, count: int) -> None:
     """Part 2: the pass on ``device`` (float32, bfloat16) and on the CPU (float32)."""
-    from train.teacher import TEACHER_BATCH
+    from connectx_train.teacher import TEACHER_BATCH
 
     positions = random_positions(count, TrainConfig().rows, TrainConfig().columns, seed=0)
     runs = [(device, "fp32"), (device, "bf16")] + ([("cpu", "fp32")] if device != "cpu" else [])
@@ -125,7 +125,7 @@ def time_supervised_passes(device: str, count: int) -> None:
 
 def run_config(train_args: list[str], out: Path) -> Any:
     """The settings of ``connectx train train_args --out out`` (argparse's errors and exit)."""
-    from train.config import add_arguments, config_from_args
+    from connectx_train.config import add_arguments, config_from_args
 
     parser = argparse.ArgumentParser(prog="gpu_check.py (flags of connectx train)")
     add_arguments(parser)
@@ -138,7 +138,7 @@ def run_config(train_args: list[str], out: Path) -> Any:
 
 def run_default(config: Any) -> tuple[dict[str, Any], float]:
     """Part 3: the run of ``config`` in this process (its log shown); its report and seconds."""
-    from train.trainer import train
+    from connectx_train.trainer import train
 
     started = time.perf_counter()
     report = train(config)
@@ -162,7 +162,7 @@ def main() -> None:
             file=sys.stderr,
         )
         sys.exit(2)
-    from train.teacher import TEACHER_BATCH
+    from connectx_train.teacher import TEACHER_BATCH
 
     if args.positions < TEACHER_BATCH:
         parser.error(f"--positions must be >= {TEACHER_BATCH}")

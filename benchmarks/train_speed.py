@@ -34,10 +34,10 @@ from threadpoolctl import threadpool_limits
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.weights import write_weights
-from train.config import TrainConfig
-from train.devices import use_bf16
-from train.model import model_weights, new_model
-from train.opponents import collect_timing, make_vec_env
+from connectx_train.config import TrainConfig
+from connectx_train.devices import use_bf16
+from connectx_train.model import model_weights, new_model
+from connectx_train.opponents import collect_timing, make_vec_env
 
 #: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution
 #: layout) and "blas" ("free": numpy's BLAS threads not limited, as before).

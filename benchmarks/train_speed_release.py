@@ -37,9 +37,9 @@ WORKER = r"""
 import contextlib, dataclasses, json, sys, tempfile, time
 from pathlib import Path
 import torch
-from train.config import TrainConfig
-from train.model import model_weights, new_model
-from train.opponents import make_vec_env
+from connectx_train.config import TrainConfig
+from connectx_train.model import model_weights, new_model
+from connectx_train.opponents import make_vec_env
 opponent, rollouts, smoke = sys.argv[1], int(sys.argv[2]), sys.argv[3] == "1"
 config = dataclasses.replace(TrainConfig(), channels=int(sys.argv[4]), blocks=int(sys.argv[5]))
 if smoke:
@@ -47,7 +47,7 @@ if smoke:
         config, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
     )
 try:  # the thread settings of this checkout's `connectx train`
-    from train.trainer import _thread_pools
+    from connectx_train.trainer import _thread_pools
     pools = _thread_pools(config.torch_threads)
 except ImportError:  # older checkouts set torch's threads only
     torch.set_num_threads(config.torch_threads or torch.get_num_threads())

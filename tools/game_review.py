@@ -2,14 +2,14 @@
 
 A game a player did not win was decided, for that player, by its **last value-losing move**: the
 last move that turned a won position into a draw or a loss, or a drawn one into a loss (the
-solver's game values, as in :mod:`baselines.perfect_play`). Every later move of its kept the
-value that was left, so the result was fixed there unless the opponent erred again.
+solver's game values, as in :mod:`connectx_baselines.perfect_play`). Every later move of its kept
+the value that was left, so the result was fixed there unless the opponent erred again.
 
 :func:`last_value_loss` walks one game backwards from its end and weakly solves the positions
-where the player was to move (:meth:`~baselines.solver.Solver.move_values`; the last positions
-are the cheapest) until it meets that move. :func:`review_games` does so for every game of a
-:class:`~connectx_gym.match.MatchResult` that player A did not win and counts where the moves
-fell, by the phases of :func:`baselines.game_positions.phase_bounds`::
+where the player was to move (:meth:`~connectx_baselines.solver.Solver.move_values`; the last
+positions are the cheapest) until it meets that move. :func:`review_games` does so for every game of
+a :class:`~connectx_gym.match.MatchResult` that player A did not win and counts where the moves
+fell, by the phases of :func:`connectx_baselines.game_positions.phase_bounds`::
 
     from tools.game_review import review_games
     from connectx_gym.match import play_match
@@ -32,8 +32,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from baselines.game_positions import phase_bounds
-from baselines.solver import SearchLimitError, Solver, get_solver
+from connectx_baselines.game_positions import phase_bounds
+from connectx_baselines.solver import SearchLimitError, Solver, get_solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import MatchResult
 
@@ -95,7 +95,7 @@ def last_value_loss(
 
 
 def phase_of(geometry: Geometry, ply: int) -> str:
-    """The phase name of :func:`~baselines.game_positions.phase_bounds` that holds ``ply``
+    """The phase name of :func:`~connectx_baselines.game_positions.phase_bounds` that holds ``ply``
     (``"first moves"`` before the first phase)."""
     for name, (first, last) in phase_bounds(geometry).items():
         if first <= ply <= last:

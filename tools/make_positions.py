@@ -1,4 +1,4 @@
-"""Generate the labelled positions of :mod:`baselines.perfect_play` (``baselines/data``).
+"""Generate the labelled positions of :mod:`connectx_baselines.perfect_play` (``baselines/data``).
 
 Run ``python -m tools.make_positions`` from the repository root (the defaults made the shipped
 file; see ``baselines/data/README.md``, which this script writes next to the data).
@@ -14,10 +14,10 @@ How positions are made:
 3. Positions are deduplicated up to the horizontal mirror (across both splits), shuffled, and
    dealt alternately to the ``test`` and ``dev`` splits within each phase, so no position (nor
    its mirror) is in both. Tune on ``dev`` only; report on ``test``.
-4. Each is labelled with the exact score of every legal move (:meth:`baselines.solver.Solver.
-   move_scores`), under a per-position node cap (deterministic, unlike a clock). A position whose
-   scores are not proven within the cap is skipped, counted in the metadata, and replaced by the
-   next candidate of its phase.
+4. Each is labelled with the exact score of every legal move
+   (:meth:`connectx_baselines.solver.Solver. move_scores`), under a per-position node cap
+   (deterministic, unlike a clock). A position whose scores are not proven within the cap is
+   skipped, counted in the metadata, and replaced by the next candidate of its phase.
 
 The file holds ``moves`` (int8, ``[n, cells]``, 0-based columns padded with -1), ``plies``,
 ``scores`` (int8, ``[n, columns]``, :data:`ILLEGAL` for full columns), ``phase`` (index into the
@@ -38,9 +38,9 @@ from typing import Any
 
 import numpy as np
 
-from baselines.game_positions import canonical_key, phase_bounds, play_game
-from baselines.position_sets import DEFAULT_POSITIONS, ILLEGAL
-from baselines.solver import SearchLimitError, Solver
+from connectx_baselines.game_positions import canonical_key, phase_bounds, play_game
+from connectx_baselines.position_sets import DEFAULT_POSITIONS, ILLEGAL
+from connectx_baselines.solver import SearchLimitError, Solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.outputs import open_atomically, write_text_atomically
 from connectx_gym.registry import make_policy
@@ -103,7 +103,8 @@ def sample_positions(
 def label_position(solver: Solver, moves: Sequence[int], node_limit: int | None) -> np.ndarray:
     """The exact score of every column after ``moves`` (int8, :data:`ILLEGAL` where full).
 
-    Raises :class:`~baselines.solver.SearchLimitError` when not proven within ``node_limit``.
+    Raises :class:`~connectx_baselines.solver.SearchLimitError` when not proven within
+    ``node_limit``.
     """
     board = Board.from_moves(solver.geometry, moves)
     scores = solver.move_scores(board, node_limit=node_limit)
@@ -170,9 +171,9 @@ def _readme(meta: dict[str, Any]) -> str:
         "",
         f"`positions.npz`: {meta['total']} positions on {g['rows']}x{g['columns']} "
         f"(connect {g['inarow']}), each with the exact score of every legal move "
-        "(Pascal Pons' scores, `baselines.solver.Solver.move_scores`). Read it with "
-        "`baselines.perfect_play.load_positions()`; measure a policy with "
-        "`connectx accuracy SPEC` or `baselines.perfect_play.evaluate_policy(SPEC)`.",
+        "(Pascal Pons' scores, `connectx_baselines.solver.Solver.move_scores`). Read it with "
+        "`connectx_baselines.perfect_play.load_positions()`; measure a policy with "
+        "`connectx accuracy SPEC` or `connectx_baselines.perfect_play.evaluate_policy(SPEC)`.",
         "",
         f"Made by `{meta['command']}` (seed {meta['seed']}) in {meta['seconds'] / 60:.0f} "
         "minutes of wall time (one process, on a 2-core machine shared with other work), "

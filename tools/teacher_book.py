@@ -1,5 +1,6 @@
-"""Make the teacher books of :mod:`baselines.teacher_book` (``baselines/data/teacher_book*.npz``):
-label the next chunks of a book's positions and rewrite its file after each one.
+"""Make the teacher books of :mod:`connectx_baselines.teacher_book`
+(``baselines/data/teacher_book*.npz``): label the next chunks of a book's positions and rewrite its
+file after each one.
 
 Run from the repository root::
 
@@ -18,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from baselines.game_positions import canonical_keys
-from baselines.teacher_book import BOOK, BOOK_CHUNK, BOOK_SEED, BOOKS
-from baselines.teacher_labels import (
+from connectx_baselines.game_positions import canonical_keys
+from connectx_baselines.teacher_book import BOOK, BOOK_CHUNK, BOOK_SEED, BOOKS
+from connectx_baselines.teacher_labels import (
     ChunkSettings,
     TeacherSet,
     evaluation_keys,

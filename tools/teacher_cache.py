@@ -1,5 +1,6 @@
 """Make the shipped teacher labels, ``baselines/data/teacher_chunks.npz`` (read by
-:mod:`baselines.teacher_cache`): label the chunks of the default run's teacher positions once.
+:mod:`connectx_baselines.teacher_cache`): label the chunks of the default run's teacher positions
+once.
 
 Run from the repository root::
 
@@ -16,9 +17,9 @@ from pathlib import Path
 
 import numpy as np
 
-from baselines._thread_choice import available_cores
-from baselines.teacher_cache import SHIPPED_FILE, ChunkStore, exclusion_digest
-from baselines.teacher_labels import (
+from connectx_baselines._thread_choice import available_cores
+from connectx_baselines.teacher_cache import SHIPPED_FILE, ChunkStore, exclusion_digest
+from connectx_baselines.teacher_labels import (
     KEEP,
     MIN_PLY,
     NODE_LIMIT,

@@ -1,8 +1,8 @@
 """Training and export of ConnectX agents: MaskablePPO with a curriculum and self-play.
 
 Needs the ``train`` extra (``pip install "connectx-gym[train]"``: torch, stable-baselines3,
-sb3-contrib, TensorBoard, matplotlib). Entry points: :func:`train.trainer.train` (``connectx
-train``) and :func:`train.export.export_kaggle` (``connectx export-kaggle``).
+sb3-contrib, TensorBoard, matplotlib). Entry points: :func:`connectx_train.trainer.train`
+(``connectx train``) and :func:`connectx_train.export.export_kaggle` (``connectx export-kaggle``).
 
 One concern per module:
 
@@ -25,10 +25,10 @@ One concern per module:
   ``sb3_files`` and ``commands/`` (the ``connectx`` subcommands).
 """
 
-from train import sb3_without_gym
+from connectx_train import sb3_without_gym
 
 sb3_without_gym.install()  # before any module imports SB3: no gym banner on stderr
 
-from train.config import TrainConfig  # noqa: E402
+from connectx_train.config import TrainConfig  # noqa: E402
 
 __all__ = ["TrainConfig"]

@@ -1,8 +1,8 @@
 """The trainer's envs as one batched env (``--vec-env batched``).
 
-:class:`BatchedOpponentSlots` is a :class:`~train.vec_env.ConnectXVecEnv` (every board in one
-:class:`~connectx_gym.vector.ConnectXVectorEnv`, stepped by numba kernels) that answers the calls
-the trainer makes of its per-env :class:`~train.opponents.OpponentSlot`:
+:class:`BatchedOpponentSlots` is a :class:`~connectx_train.vec_env.ConnectXVecEnv` (every board in
+one :class:`~connectx_gym.vector.ConnectXVectorEnv`, stepped by numba kernels) that answers the
+calls the trainer makes of its per-env :class:`~connectx_train.opponents.OpponentSlot`:
 
 - ``env_method("queue_opponent", label, opponent, indices=[i])``: board ``i`` plays ``opponent``
   (a spec or policy), reported as ``label``, from its next game. Calls are gathered and handed to
@@ -11,7 +11,8 @@ the trainer makes of its per-env :class:`~train.opponents.OpponentSlot`:
 - the infos of finished episodes carry ``info["opponent"]``, the label of the opponent played;
 - ``env_method("timing")``: seconds in the env and, per label, the opponents' seconds and moves.
   The batch has one clock, so the first index asked gets its totals and the others empty ones:
-  summed over indices (:func:`~train.opponents.collect_timing`) they give the batch's timing.
+  summed over indices (:func:`~connectx_train.opponents.collect_timing`) they give the batch's
+  timing.
 
 All randomness comes from the batched env's generator, seeded at construction.
 """
@@ -27,16 +28,17 @@ from stable_baselines3.common.vec_env.base_vec_env import VecEnvIndices, VecEnvO
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
-from train.config import TrainConfig
-from train.timed_policy import TimedPolicy
-from train.vec_env import ConnectXVecEnv
+from connectx_train.config import TrainConfig
+from connectx_train.timed_policy import TimedPolicy
+from connectx_train.vec_env import ConnectXVecEnv
 
 __all__ = ["BatchedOpponentSlots", "TimedBatchPolicy"]
 
 
 class TimedBatchPolicy(TimedPolicy):
-    """A :class:`~train.timed_policy.TimedPolicy` that answers a whole batch of boards in one call
-    (the wrapped policy's batch method, or board by board) and counts one move per board."""
+    """A :class:`~connectx_train.timed_policy.TimedPolicy` that answers a whole batch of boards in
+    one call (the wrapped policy's batch method, or board by board) and counts one move per
+    board."""
 
     def act_batch(self, batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:
         started = time.perf_counter()

@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from train.state import SessionClock
+from connectx_train.state import SessionClock
 
 __all__ = [
     "LABEL_SECONDS_PER_CHUNK",
@@ -90,8 +90,8 @@ def minutes(seconds: float) -> str:
 
 @dataclass
 class Budget:
-    """The session's bound (``math.inf``: none) on its :class:`~train.state.SessionClock`, and
-    the seconds kept aside for the final panel once estimated."""
+    """The session's bound (``math.inf``: none) on its :class:`~connectx_train.state.SessionClock`,
+    and the seconds kept aside for the final panel once estimated."""
 
     clock: SessionClock
     bound: float

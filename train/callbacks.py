@@ -1,6 +1,6 @@
 """The run's SB3 callbacks, one job each, combined with SB3's ``CallbackList``.
 
-All of them read and write one shared :class:`~train.state.RunState` (what ``state.json``
+All of them read and write one shared :class:`~connectx_train.state.RunState` (what ``state.json``
 stores), so a checkpoint saves the whole run whichever callback changed it:
 
 - :class:`CurriculumCallback`: hands out each rollout's opponents, records episode outcomes,
@@ -29,13 +29,13 @@ from stable_baselines3.common.callbacks import BaseCallback, CallbackList
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import save_weights
 from connectx_gym.weights import WeightsFile
-from train.budget import minutes
-from train.config import TrainConfig
-from train.curriculum import Curriculum
-from train.device_snapshots import snapshot_device
-from train.model import evaluate_panel, model_weights, perfect_play_rates
-from train.opponents import queue_opponents
-from train.state import RunState, SessionClock
+from connectx_train.budget import minutes
+from connectx_train.config import TrainConfig
+from connectx_train.curriculum import Curriculum
+from connectx_train.device_snapshots import snapshot_device
+from connectx_train.model import evaluate_panel, model_weights, perfect_play_rates
+from connectx_train.opponents import queue_opponents
+from connectx_train.state import RunState, SessionClock
 
 __all__ = [
     "CurriculumCallback",
@@ -187,7 +187,7 @@ class PeriodicCheckpointCallback(BaseCallback):
 
 class TimeLimitCallback(BaseCallback):
     """Stops training once this session has run ``deadline`` seconds (``math.inf``: never; the
-    run's :meth:`train.budget.Budget.ppo_deadline`, which leaves the final panel its time),
+    run's :meth:`connectx_train.budget.Budget.ppo_deadline`, which leaves the final panel its time),
     setting ``state.stopped_by_time``; logs ``time/steps_per_second`` of the session and, with
     ``announce``, a progress line every ``every`` seconds with the time left."""
 

@@ -19,15 +19,15 @@ and a ``review_weight`` share against the earlier stages.
 Teacher
 -------
 Before PPO, the run labels ``teacher_positions`` positions with the exact solver and teaches the
-policy to keep each position's game value (:mod:`train.teacher`), together with copies of the
-shipped books that ``teacher_book`` lists (:mod:`train.teacher_books`: exactly labelled positions
-of 5 to 11, 12 to 20 and 21 to 28 stones, labelled once outside any run); ``teacher_replay``
-supervised minibatches after each rollout keep that knowledge while PPO learns. This is the run's
-only use of exact scores (no reward comes from the solver); ``--teacher-positions 0`` is pure PPO.
-The positions come from games seeded by ``teacher_seed`` (by default ``seed``); with
-``teacher_labels`` ``shipped`` (the default) the labels that the package ships (seed 0's on 6x7,
-:mod:`baselines.teacher_cache`: the same positions and values, labelled once) are read in seconds
-and only the rest is labelled.
+policy to keep each position's game value (:mod:`connectx_train.teacher`), together with copies of
+the shipped books that ``teacher_book`` lists (:mod:`connectx_train.teacher_books`: exactly labelled
+positions of 5 to 11, 12 to 20 and 21 to 28 stones, labelled once outside any run);
+``teacher_replay`` supervised minibatches after each rollout keep that knowledge while PPO learns.
+This is the run's only use of exact scores (no reward comes from the solver); ``--teacher-positions
+0`` is pure PPO. The positions come from games seeded by ``teacher_seed`` (by default ``seed``);
+with ``teacher_labels`` ``shipped`` (the default) the labels that the package ships (seed 0's on
+6x7, :mod:`connectx_baselines.teacher_cache`: the same positions and values, labelled once) are read
+in seconds and only the rest is labelled.
 """
 
 from __future__ import annotations
@@ -41,14 +41,14 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from baselines._thread_choice import available_cores
+from connectx_baselines._thread_choice import available_cores
 from connectx_gym.bitboard import Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
 from connectx_gym.outputs import write_text_atomically
-from train.config_types import check_setting_type
-from train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
-from train.presets import PRESETS
-from train.teacher_books import parse_teacher_books, upgrade_saved_books
+from connectx_train.config_types import check_setting_type
+from connectx_train.help_text import ARGUMENT_GROUPS, TRAIN_DESCRIPTION, TRAIN_EPILOG
+from connectx_train.presets import PRESETS
+from connectx_train.teacher_books import parse_teacher_books, upgrade_saved_books
 
 __all__ = ["PRESETS", "TrainConfig", "add_arguments", "config_from_args", "parse_mixture"]
 
@@ -86,7 +86,8 @@ class TrainConfig:
     resume: bool = _field(False, "continue the run saved in --out from its last checkpoint")
     max_minutes: float = _field(
         27.0,
-        "bound on this invocation's wall time, shared between its phases (train.budget): the "
+        "bound on this invocation's wall time, shared between its phases "
+        "(connectx_train.budget): the "
         "teaching passes are cut to keep labelling and teaching within a third, PPO stops in "
         "time for the final panel; a stop while labelling or teaching keeps what is done for "
         "the next session; 0 means no limit",
@@ -201,7 +202,8 @@ class TrainConfig:
         1,
         "weights averaged into the play weights (final.npz, the final panel): the last ones and "
         "the newest average_weights - 1 snapshots before them, one per snapshot_every steps "
-        "(stochastic weight averaging: train.averaging); 1: the last weights alone. final.zip "
+        "(stochastic weight averaging: connectx_train.averaging); 1: the last weights alone. "
+        "final.zip "
         "keeps the last weights",
     )
     # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
@@ -223,7 +225,8 @@ class TrainConfig:
     scale_teacher: bool = _field(
         True,
         "size the teacher to the run: the supervised passes see at most as many positions as "
-        "PPO's updates (timesteps * n_epochs), a share of every part when more (train.budget); "
+        "PPO's updates (timesteps * n_epochs), a share of every part when more "
+        "(connectx_train.budget); "
         "--no-scale-teacher teaches the whole set however short the run",
     )
     teacher_replay: int = _field(
@@ -235,7 +238,8 @@ class TrainConfig:
     teacher_book: str = _field(
         "opening:2:1929,early:1:27278,middle:1:18916",
         "shipped books of exactly labelled positions added to the teacher positions, on the "
-        "board sizes they cover (train.teacher_books): NAME:COPIES[:FIRST] items joined by "
+        "board sizes they cover (connectx_train.teacher_books): NAME:COPIES[:FIRST] items joined "
+        "by "
         "commas, COPIES copies of book NAME's first FIRST positions (the whole book without "
         "FIRST); books: opening (5 to 11 stones, which a run's own labelling mostly cannot "
         "afford), early (12 to 20) and middle (21 to 28, both from the shipped network's games "
@@ -479,7 +483,7 @@ ADDED_LATER: dict[str, Any] = {
 
 def upgrade_saved_settings(saved: dict[str, Any]) -> dict[str, Any]:
     """Settings saved by an older version in today's names: the six book settings as one
-    ``teacher_book`` list (:func:`train.teacher_books.upgrade_saved_books`) and ``vec_env``
+    ``teacher_book`` list (:func:`connectx_train.teacher_books.upgrade_saved_books`) and ``vec_env``
     ``'auto'`` (subprocesses, a choice since removed) as ``'subproc'``."""
     data = upgrade_saved_books(saved)
     if data.get("vec_env") == "auto":

@@ -1,5 +1,5 @@
-"""The types of :class:`train.config.TrainConfig`'s settings, checked where settings come from
-outside the command line (a ``config.json`` read back by ``--resume``, a hand-made config): one
+"""The types of :class:`connectx_train.config.TrainConfig`'s settings, checked where settings come
+from outside the command line (a ``config.json`` read back by ``--resume``, a hand-made config): one
 line naming the setting (``setting channels must be a whole number, got 'abc'``) instead of an
 error deep in the run."""
 

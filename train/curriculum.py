@@ -1,9 +1,10 @@
 """The opponent curriculum: stages of opponent mixtures, easiest first, and when to move on.
 
 :class:`Curriculum` holds the rules (stages, threshold, window, review and self-play shares); the
-progress (stage, recent outcomes, history) lives in the run's :class:`~train.state.RunState`, so
-that a checkpoint saves it with everything else. No SB3 or torch import: the rules can be tested,
-replaced or extended (a league, deeper stages) without a learner.
+progress (stage, recent outcomes, history) lives in the run's
+:class:`~connectx_train.state.RunState`, so that a checkpoint saves it with everything else. No SB3
+or torch import: the rules can be tested, replaced or extended (a league, deeper stages) without a
+learner.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from train.config import TrainConfig, parse_mixture
-from train.state import RunState
+from connectx_train.config import TrainConfig, parse_mixture
+from connectx_train.state import RunState
 
 __all__ = ["SELF_LABEL", "Curriculum"]
 

@@ -5,8 +5,9 @@ numpy (:class:`connectx_gym.files.NumpyNetPolicy`): the fastest way on a CPU, wh
 env asks each snapshot for one or two boards a step. When the run trains on a GPU, that numpy
 forward pass on one core becomes the largest CPU cost of the rollouts (the bigger the network,
 the more so); :class:`DeviceWeights` runs the batched logits of such a snapshot on the GPU
-instead, with the torch kernels of the same layer description (:mod:`train.torch_operations`,
-which the ONNX export runs too). Single boards (``act``, ``scores``) stay on numpy.
+instead, with the torch kernels of the same layer description
+(:mod:`connectx_train.torch_operations`, which the ONNX export runs too). Single boards (``act``,
+``scores``) stay on numpy.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import numpy as np
 import torch
 
 from connectx_gym.weights import WeightsFile
-from train.torch_operations import TorchRun
+from connectx_train.torch_operations import TorchRun
 
 __all__ = ["DeviceWeights", "snapshot_device"]
 

@@ -14,7 +14,7 @@ resolved on this machine with the reason, and the machine described beside every
   times both).
 
 Passes without gradients (rollouts, predict, evaluation) are float32 everywhere
-(:class:`train.networks.ConnectXCNN`).
+(:class:`connectx_train.networks.ConnectXCNN`).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ from connectx_gym import weights as weights_module
 from connectx_gym.files import SHIPPED_WEIGHTS, load_file, shipped_weights
 from connectx_gym.outputs import check_output_path, write_text_atomically
 from connectx_gym.weights import WeightsFile, weights_bytes
-from train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
+from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
 
 __all__ = [
     "GEOMETRY_ATTRIBUTE",
@@ -31,7 +31,8 @@ __all__ = [
     "weights_from_sb3",
 ]
 
-#: The most positions ``connectx export-onnx --check`` draws (:mod:`train.onnx_export`): 100,000
+#: The most positions ``connectx export-onnx --check`` draws (:mod:`connectx_train.onnx_export`):
+# 100,000
 #: positions of the largest board are 0.1 GB of inputs, and minutes of drawing.
 MAX_CHECK_POSITIONS = 100_000
 

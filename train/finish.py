@@ -15,13 +15,13 @@ from typing import Any
 from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import save_weights
-from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
-from train.budget import EtaLog
-from train.config import TrainConfig
-from train.devices import choose_precision, describe_device
-from train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
-from train.report import DIGEST_KEY, weights_digest, write_report
-from train.state import RunState, SessionClock
+from connectx_train.averaging import averaged_weights, snapshot_step, snapshots_to_average
+from connectx_train.budget import EtaLog
+from connectx_train.config import TrainConfig
+from connectx_train.devices import choose_precision, describe_device
+from connectx_train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
+from connectx_train.report import DIGEST_KEY, weights_digest, write_report
+from connectx_train.state import RunState, SessionClock
 
 __all__ = ["finish", "timing_summary"]
 
@@ -36,8 +36,8 @@ def finish(
     log: Callable[[str], None],
 ) -> dict[str, Any]:
     """Save ``final.zip`` (the last weights) and ``final.npz`` (the play weights: the last ones,
-    or their mean with snapshots, :mod:`train.averaging`), play the final panel with the play
-    weights (or reuse the one saved in ``state``), write the report and the plot; returns the
+    or their mean with snapshots, :mod:`connectx_train.averaging`), play the final panel with the
+    play weights (or reuse the one saved in ``state``), write the report and the plot; returns the
     report."""
     geometry = config.geometry
     save_model(model, out / "final.zip")

@@ -1,5 +1,5 @@
 """The text of ``connectx train --help``: its description, its epilog and the groups its flags are
-listed in (plain data, read by :func:`train.config.add_arguments`)."""
+listed in (plain data, read by :func:`connectx_train.config.add_arguments`)."""
 
 from __future__ import annotations
 

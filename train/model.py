@@ -15,12 +15,12 @@ from connectx_gym.files import NumpyNetPolicy
 from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
-from train.config import TrainConfig
-from train.devices import resolve_device, use_bf16
-from train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
-from train.sb3_files import GEOMETRY_ATTRIBUTE
-from train.sb3_without_gym import without_gym
-from train.torch_files import load_error_reason
+from connectx_train.config import TrainConfig
+from connectx_train.devices import resolve_device, use_bf16
+from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
+from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, renamed_module_objects
+from connectx_train.sb3_without_gym import without_gym
+from connectx_train.torch_files import load_error_reason
 
 __all__ = [
     "LinearSchedule",
@@ -91,7 +91,9 @@ def load_model(
     logging to ``out/tb`` (the same TensorBoard run goes on), on ``device`` whatever device
     saved it."""
     try:
-        model = MaskablePPO.load(path, env=env, device=device)
+        model = MaskablePPO.load(
+            path, env=env, device=device, custom_objects=renamed_module_objects(path)
+        )
     except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
         reason = f"{type(error).__name__}: {load_error_reason(error)}"
         raise ValueError(f"{path}: not a loadable checkpoint ({reason})") from None
@@ -127,9 +129,10 @@ def evaluate_panel(
 
 def perfect_play_rates(weights: WeightsFile, split: str) -> dict[str, Any] | None:
     """Mistake and perfect-move rates of the deterministic agent on the shipped labelled
-    positions of ``split`` (:mod:`baselines.perfect_play`; ``"dev"`` during the run, ``"test"``
+    positions of ``split`` (:mod:`connectx_baselines.perfect_play`; ``"dev"`` during the run,
+    ``"test"``
     in the final report), or None for a board size without a shipped set."""
-    from baselines.perfect_play import evaluate_policy, load_positions
+    from connectx_baselines.perfect_play import evaluate_policy, load_positions
 
     positions = load_positions(split=split)
     if positions.geometry != weights.geometry:

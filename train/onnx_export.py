@@ -1,8 +1,8 @@
 """ONNX export: a trained agent as one ``.onnx`` file, for inference outside Python and torch.
 
 ``connectx export-onnx MODEL -o agent.onnx`` (or :func:`export_onnx`) converts a weights-only
-``.npz`` or an SB3 MaskablePPO ``.zip`` (a :class:`train.networks.ConnectXPolicy`, as ``connectx
-train`` saves) into an ONNX graph with
+``.npz`` or an SB3 MaskablePPO ``.zip`` (a :class:`connectx_train.networks.ConnectXPolicy`, as
+``connectx train`` saves) into an ONNX graph with
 
 - inputs ``obs``: float32 ``[N, 2, rows, columns]``, the ``ConnectX-v0`` observation (plane 0 the
   discs of the player to move, plane 1 the opponent's, row 0 at the top), and ``action_mask``:
@@ -19,7 +19,7 @@ MatMul, Gemm, Relu, Concat, ReduceSum, Where, ...), which onnxruntime 1.16 and l
 
 The torch module runs the numpy layer description of :mod:`connectx_gym.weights` (the one that
 the ``.npz`` loader and the Kaggle export run) with the torch kernels of
-:mod:`train.torch_operations`, so both input formats export the same way,
+:mod:`connectx_train.torch_operations`, so both input formats export the same way,
 and every export is checked with onnxruntime against that numpy forward pass on random positions
 before it is written. Needs ``pip install "connectx-gym[onnx,train]"`` (torch, onnx, onnxscript,
 onnxruntime); reading an SB3 ``.zip`` unpickles it: trusted files only.
@@ -40,8 +40,8 @@ from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.files import load_file
 from connectx_gym.outputs import atomic_output, check_output_path
 from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers
-from train.export import MAX_CHECK_POSITIONS, model_file
-from train.torch_operations import TORCH_OPERATIONS, TorchRun
+from connectx_train.export import MAX_CHECK_POSITIONS, model_file
+from connectx_train.torch_operations import TORCH_OPERATIONS, TorchRun
 
 __all__ = [
     "MASKED_LOGIT",

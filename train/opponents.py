@@ -6,7 +6,7 @@ of the env's next episode (a spec such as ``"onestep~0.25"`` or a policy), the s
 ``info["opponent"]`` and times the opponent's moves. :func:`queue_opponents` is the one call a
 callback makes to hand out a rollout's opponents; a batched vector env only needs to answer the
 same ``env_method("queue_opponent", ...)`` and ``env_method("timing")`` calls, as
-:class:`~train.batched.BatchedOpponentSlots` does (``--vec-env batched``).
+:class:`~connectx_train.batched.BatchedOpponentSlots` does (``--vec-env batched``).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from connectx_gym.files import NumpyNetPolicy, load_weights
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
-from train.config import TrainConfig
-from train.curriculum import SELF_LABEL
-from train.device_snapshots import DeviceWeights
-from train.timed_policy import TimedPolicy
+from connectx_train.config import TrainConfig
+from connectx_train.curriculum import SELF_LABEL
+from connectx_train.device_snapshots import DeviceWeights
+from connectx_train.timed_policy import TimedPolicy
 
 __all__ = [
     "OpponentSlot",
@@ -104,9 +104,9 @@ def _env_factory(config: TrainConfig, index: int) -> Callable[[], gym.Env]:
 def make_vec_env(config: TrainConfig) -> VecEnv:
     """``config.n_envs`` envs in one process (``dummy``) or one each (``subproc``; ``auto`` falls
     back to ``dummy`` when subprocesses cannot start), or all boards in one batched env
-    (``batched``: :class:`~train.batched.BatchedOpponentSlots` in a ``VecMonitor``)."""
+    (``batched``: :class:`~connectx_train.batched.BatchedOpponentSlots` in a ``VecMonitor``)."""
     if config.vec_env == "batched":
-        from train.batched import BatchedOpponentSlots
+        from connectx_train.batched import BatchedOpponentSlots
 
         return VecMonitor(BatchedOpponentSlots(config))
     factories = [_env_factory(config, i) for i in range(config.n_envs)]
@@ -136,11 +136,11 @@ def queue_opponents(
     snapshot_device: torch.device | None = None,
 ) -> None:
     """Draw each env's opponent for its next episodes from ``mixture`` (``(label, weight)``; label
-    :data:`~train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``).
+    :data:`~connectx_train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``).
 
     ``weights_cache`` (path -> weights) spares reading a snapshot's file again at every rollout;
     paths no longer in ``snapshots`` are dropped from it. With ``snapshot_device`` the snapshots'
-    batches run there (:class:`~train.device_snapshots.DeviceWeights`).
+    batches run there (:class:`~connectx_train.device_snapshots.DeviceWeights`).
     """
     labels = [label for label, _ in mixture]
     probabilities = np.array([p for _, p in mixture])

@@ -1,7 +1,7 @@
 """``connectx train --preset`` bundles: each a description and the settings that differ from
-:class:`train.config.TrainConfig`'s defaults (``train.config.preset_config`` builds one; flags given
-beside ``--preset`` override it). Plain data, so that every choice's reason sits next to it; the
-runs behind the reasons are recorded in docs/experiments/bench_agent.md."""
+:class:`connectx_train.config.TrainConfig`'s defaults (``connectx_train.config.preset_config``
+builds one; flags given beside ``--preset`` override it). Plain data, so that every choice's reason
+sits next to it; the runs behind the reasons are recorded in docs/experiments/bench_agent.md."""
 
 from __future__ import annotations
 

@@ -6,8 +6,8 @@ rather than from what ``--seed`` set up at its start:
   shuffles the minibatches with it), which a resumed run used to seed again from ``--seed``,
   drawing the numbers its first rollouts drew;
 - the teacher replay's Adam moments and index generator
-  (:meth:`train.teacher_replay.TeacherReplayCallback.state_dict`): a fresh Adam's first steps
-  move every weight by about the learning rate at once, a jolt at every resume.
+  (:meth:`connectx_train.teacher_replay.TeacherReplayCallback.state_dict`): a fresh Adam's first
+  steps move every weight by about the learning rate at once, a jolt at every resume.
 
 SB3 restarts the envs' games on resume; :func:`env_seed` seeds them from ``--seed`` and the step
 reached, not from the seed alone, for the same reason. A resumed run is still not byte-equal to an
@@ -33,8 +33,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from train.teacher_replay import TeacherReplayCallback
-from train.torch_files import load_error_reason, write_torch_atomically
+from connectx_train.teacher_replay import TeacherReplayCallback
+from connectx_train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
     "CHECKPOINT_FILE",

@@ -11,9 +11,9 @@ RLlib's default PPO module with the illegal columns masked, so they are never sa
 ``pip install -e ".[rllib]"`` (``ray[rllib]``, which pins its own gymnasium: see the README,
 "Scale out on Ray")::
 
-    python -m train.rllib_selfplay --iterations 50                     # self-play, local Ray
-    python -m train.rllib_selfplay --opponent onestep --ray HEAD:6379  # on a cluster
-    python -m train.rllib_selfplay --iterations 1 --batch 256 --eval-games 10   # smoke run
+    python -m connectx_train.rllib_selfplay --iterations 50                     # self-play, local
+    Ray python -m connectx_train.rllib_selfplay --opponent onestep --ray HEAD:6379  # on a cluster
+    python -m connectx_train.rllib_selfplay --iterations 1 --batch 256 --eval-games 10   # smoke run
 
 After training, the learned module plays ``--eval-games`` games against ``--eval-opponent``
 through :func:`connectx_gym.match.play_match` (:class:`RLlibPolicy` adapts it to a Policy).
@@ -41,7 +41,7 @@ try:
     from ray.rllib.env.multi_agent_env import MultiAgentEnv
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        f'train.rllib_selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
+        f'connectx_train.rllib_selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
     ) from None
 
 from connectx_gym.bitboard import Board, Geometry
@@ -277,7 +277,9 @@ def train(
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m train.rllib_selfplay", description=__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m connectx_train.rllib_selfplay", description=__doc__
+    )
     parser.add_argument("--iterations", type=int, default=20, help="training iterations (20)")
     parser.add_argument("--opponent", default=None, help="a policy spec for one seat (self-play)")
     parser.add_argument("--batch", type=int, default=2048, help="env steps per iteration (2048)")

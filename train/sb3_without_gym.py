@@ -6,7 +6,8 @@ convert old gym envs, which connectx-gym never gives it, and to list its version
 on stderr, before every message of ``connectx train`` and the exports. :func:`install` makes
 ``gym`` unimportable while SB3's module that imports it (:data:`SB3_GYM_MODULE`) runs, and
 :func:`without_gym` while a model is saved, and only then: SB3 takes gym as absent, and anything
-else that imports ``gym`` still gets it. ``import train`` installs it, before anything imports
+else that imports ``gym`` still gets it. ``import connectx_train`` installs it, before anything
+imports
 SB3.
 """
 

@@ -1,12 +1,13 @@
 """Teaching the policy from the exact solver before PPO (``connectx train --teacher-positions N``).
 
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
-:mod:`baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not label
-them again), adds the shipped books that ``--teacher-book`` lists (:mod:`train.teacher_books`)
-and trains the MaskablePPO policy on them by supervised learning:
+:mod:`connectx_baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not
+label them again), adds the shipped books that ``--teacher-book`` lists
+(:mod:`connectx_train.teacher_books`) and trains the MaskablePPO policy on them by supervised
+learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
-  (any of them; the mistake rate of :mod:`baselines.perfect_play` counts the others);
+  (any of them; the mistake rate of :mod:`connectx_baselines.perfect_play` counts the others);
 - the critic: the game value (+1 win, 0 draw, -1 loss for the mover), the value PPO's returns
   estimate.
 
@@ -34,13 +35,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from baselines.teacher_book import BOOKS, load_book
-from baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_set
+from connectx_baselines.teacher_book import BOOKS, load_book
+from connectx_baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
-from train.budget import EtaLog, TimeLimitReachedError
-from train.config import TrainConfig
-from train.teacher_books import parse_teacher_books
-from train.torch_files import load_error_reason, write_torch_atomically
+from connectx_train.budget import EtaLog, TimeLimitReachedError
+from connectx_train.config import TrainConfig
+from connectx_train.teacher_books import parse_teacher_books
+from connectx_train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
     "TEACHER_FILE",
@@ -126,7 +127,7 @@ def teacher_tensors(teacher: TeacherSet) -> TeacherTensors:
 
 
 def policy_outputs(policy: torch.nn.Module, observations: torch.Tensor) -> tuple[torch.Tensor, ...]:
-    """Logits (not masked) and values of a :class:`train.networks.ConnectXPolicy`."""
+    """Logits (not masked) and values of a :class:`connectx_train.networks.ConnectXPolicy`."""
     features = policy.extract_features(observations, policy.pi_features_extractor)
     latent_pi, latent_vf = policy.mlp_extractor(features)
     columns = int(policy.action_space.n)
@@ -176,8 +177,9 @@ def pretrain_policy(
     that cannot be read, is named in the log and the passes start over.
 
     The log gets a line each tenth of the passes or each 30 seconds with the time left.
-    ``stop()`` is asked between batches: when true, :class:`train.budget.TimeLimitReachedError` is
-    raised (the passes saved in ``progress`` are kept, the one in progress is lost)."""
+    ``stop()`` is asked between batches: when true,
+    :class:`connectx_train.budget.TimeLimitReachedError` is raised (the passes saved in ``progress``
+    are kept, the one in progress is lost)."""
     if len(data) == 0:
         raise ValueError("no teacher positions to learn from")
     batch_size = min(batch_size, len(data))
@@ -356,13 +358,13 @@ def load_teacher(
 ) -> TeacherTensors:
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes; chunks the package
-    ships, :mod:`baselines.teacher_cache`, are read instead) and saved there;
-    then the shipped books that ``config.teacher_book`` lists (:mod:`train.teacher_books`), where
-    they cover the board size.
+    ships, :mod:`connectx_baselines.teacher_cache`, are read instead) and saved there;
+    then the shipped books that ``config.teacher_book`` lists (:mod:`connectx_train.teacher_books`),
+    where they cover the board size.
 
-    With ``fraction`` below 1 (a run sized to its steps, :mod:`train.budget`), that share of
-    every part: the first :func:`own_positions` of the run's own and the first positions of each
-    book. ``stop`` ends the labelling early (:class:`baselines.teacher_labels.
+    With ``fraction`` below 1 (a run sized to its steps, :mod:`connectx_train.budget`), that share
+    of every part: the first :func:`own_positions` of the run's own and the first positions of each
+    book. ``stop`` ends the labelling early (:class:`connectx_baselines.teacher_labels.
     LabellingStoppedError`; the chunks done are kept)."""
     path = out / TEACHER_FILE
     geometry = config.geometry
@@ -408,7 +410,8 @@ def teacher_seed(config: TrainConfig) -> int:
 
 def own_positions(positions: int, fraction: float) -> int:
     """The run's own teacher positions at ``fraction`` of ``positions``: whole chunks of
-    :data:`~baselines.teacher_labels.CHUNK` (those the shipped labels hold), at least one."""
+    :data:`~connectx_baselines.teacher_labels.CHUNK` (those the shipped labels hold), at least
+    one."""
     if fraction >= 1:
         return positions
     return min(positions, max(CHUNK, CHUNK * math.ceil(fraction * positions / CHUNK)))

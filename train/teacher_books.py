@@ -2,9 +2,9 @@
 
 The list is ``NAME:COPIES[:FIRST]`` items joined by commas: ``COPIES`` copies of book ``NAME``'s
 first ``FIRST`` positions, or of the whole book without ``FIRST`` (the books,
-:data:`baselines.teacher_book.BOOKS`: ``opening`` 5 to 11 stones, ``early`` 12 to 20, ``middle``
-21 to 28, each exactly labelled once outside any run). ``none`` adds no book. The default run
-pins its counts (``opening:2:1929,...``) so that it reproduces when a book grows.
+:data:`connectx_baselines.teacher_book.BOOKS`: ``opening`` 5 to 11 stones, ``early`` 12 to 20,
+``middle`` 21 to 28, each exactly labelled once outside any run). ``none`` adds no book. The default
+run pins its counts (``opening:2:1929,...``) so that it reproduces when a book grows.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from baselines.teacher_book import BOOKS
+from connectx_baselines.teacher_book import BOOKS
 
 __all__ = [
     "NO_BOOKS",

@@ -1,7 +1,7 @@
 """The teacher phase of a run, as the trainer plans it: how much teacher a run of its size gets,
 what it must label itself (said first, with the time it takes), and the supervised passes that
-fit the session's budget (:mod:`train.budget`), kept in ``out/teacher_plan.json`` so that the
-same command goes on with the same passes after a stop."""
+fit the session's budget (:mod:`connectx_train.budget`), kept in ``out/teacher_plan.json`` so that
+the same command goes on with the same passes after a stop."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from typing import Any
 
 import torch
 
-from baselines.teacher_labels import (
+from connectx_baselines.teacher_labels import (
     CHUNK,
     KEEP,
     MIN_PLY,
@@ -22,7 +22,7 @@ from baselines.teacher_labels import (
     ChunkSettings,
     chunks_to_label,
 )
-from train.budget import (
+from connectx_train.budget import (
     LABEL_SECONDS_PER_CHUNK,
     MIN_TEACHER_POSITIONS,
     Budget,
@@ -33,9 +33,9 @@ from train.budget import (
     ppo_seconds,
     sized_teacher_fraction,
 )
-from train.config import TrainConfig
-from train.state import write_json
-from train.teacher import (
+from connectx_train.config import TrainConfig
+from connectx_train.state import write_json
+from connectx_train.teacher import (
     TEACHER_FILE,
     TeacherTensors,
     book_positions,
@@ -60,7 +60,7 @@ TIMED_BATCHES = 3
 
 def sized_teacher(config: TrainConfig) -> tuple[float, str | None]:
     """(share of the teacher positions the run keeps, the note that says so or ``None``); a
-    share of 0 skips the teacher (:func:`train.budget.sized_teacher_fraction`)."""
+    share of 0 skips the teacher (:func:`connectx_train.budget.sized_teacher_fraction`)."""
     if not config.teacher_positions:
         return 0.0, None
     total = config.teacher_positions + book_positions(config)
@@ -146,7 +146,7 @@ def _teaching_allowed(
 ) -> tuple[float, str]:
     """The seconds the passes may take, and the reason given where that cuts them: the
     teacher's share of the budget, or less where only so do PPO's steps, estimated at the timed
-    ``per_batch``, fit after them (:meth:`train.budget.Budget.teaching_for_ppo`)."""
+    ``per_batch``, fit after them (:meth:`connectx_train.budget.Budget.teaching_for_ppo`)."""
     if not budget.bounded:
         return math.inf, ""
     ppo = ppo_seconds(

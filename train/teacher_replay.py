@@ -8,7 +8,7 @@ from typing import Any
 import torch
 from stable_baselines3.common.callbacks import BaseCallback
 
-from train.teacher import TEACHER_BATCH, TeacherTensors, batch_losses
+from connectx_train.teacher import TEACHER_BATCH, TeacherTensors, batch_losses
 
 __all__ = ["TeacherReplayCallback"]
 
@@ -17,9 +17,10 @@ class TeacherReplayCallback(BaseCallback):
     """After each rollout, ``batches`` supervised minibatches of teacher positions (their own
     Adam, at PPO's current learning rate), so PPO's updates do not wash out what was taught.
 
-    :meth:`state_dict` is what a checkpoint keeps of it (``train.resume_extras``): Adam's moments
-    and where the index generator stands, so that a resumed run goes on with them rather than
-    with a fresh Adam, whose first steps move every weight by about the learning rate at once."""
+    :meth:`state_dict` is what a checkpoint keeps of it (``connectx_train.resume_extras``): Adam's
+    moments and where the index generator stands, so that a resumed run goes on with them rather
+    than with a fresh Adam, whose first steps move every weight by about the learning rate at
+    once."""
 
     def __init__(self, data: TeacherTensors, batches: int, seed: int) -> None:
         super().__init__()

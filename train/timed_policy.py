@@ -1,6 +1,6 @@
 """An opponent that keeps count of its thinking time: shared by the env paths of training
-(:mod:`train.opponents`, :mod:`train.batched`), in a module of its own so that the batched env
-needs nothing of the other path (an import circle otherwise)."""
+(:mod:`connectx_train.opponents`, :mod:`connectx_train.batched`), in a module of its own so that the
+batched env needs nothing of the other path (an import circle otherwise)."""
 
 from __future__ import annotations
 

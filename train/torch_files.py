@@ -41,8 +41,8 @@ def load_error_reason(error: BaseException) -> str:
 
 def write_torch_atomically(path: Path, saved: dict[str, Any]) -> None:
     """Save ``saved`` to ``path`` through a temporary file, so no reader sees half of it (the
-    supervised passes of :mod:`train.teacher`, a checkpoint's extras in
-    :mod:`train.resume_extras`)."""
+    supervised passes of :mod:`connectx_train.teacher`, a checkpoint's extras in
+    :mod:`connectx_train.resume_extras`)."""
     import torch
 
     write_atomically(path, lambda temporary: torch.save(saved, temporary))

@@ -1,8 +1,8 @@
 """The network's operations in torch, keyed by the names of the core's table
 (:data:`connectx_gym.forward.OPERATIONS`): the same arithmetic as the numpy kernels, on
 channels-first ``(N, C, H, W)`` tensors, so a torch module running a weights-only description (the
-ONNX export's :class:`~train.onnx_export.LayersModule`) gives the same logits. A test checks that
-this table and the core's name the same operations.
+ONNX export's :class:`~connectx_train.onnx_export.LayersModule`) gives the same logits. A test
+checks that this table and the core's name the same operations.
 """
 
 from __future__ import annotations

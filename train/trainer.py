@@ -5,16 +5,17 @@ One run lives in one output directory::
     config.json              the settings (``--resume`` reads them back)
     teacher.npz, teacher/    the labelled teacher positions (and their chunks while labelling)
     teacher_progress.pt      the supervised passes done, until the first checkpoint holds them
-    teacher_plan.json        the passes planned for the session's budget (train.teacher_phase)
-    run.lock                 the lock that one run at a time holds (train.run_lock)
-    checkpoint.zip, state.json   the last checkpoint: SB3 model + run state (train/state.py)
-    checkpoint_extras.pt     and its random streams and teacher replay (train/resume_extras.py)
-    snapshots/step_*.npz     frozen weights of the agent, the self-play pool
-    tb/                      TensorBoard logs (one run, continued by ``--resume``)
+    teacher_plan.json        the passes planned for the session's budget
+    (connectx_train.teacher_phase) run.lock                 the lock that one run at a time holds
+    (connectx_train.run_lock) checkpoint.zip, state.json   the last checkpoint: SB3 model + run
+    state (train/state.py) checkpoint_extras.pt     and its random streams and teacher replay
+    (train/resume_extras.py) snapshots/step_*.npz     frozen weights of the agent, the self-play
+    pool tb/                      TensorBoard logs (one run, continued by ``--resume``)
     final.zip, final.npz     the trained model (SB3, and weights only: share the ``.npz``)
     report.md, report.json   panel results with 95% intervals, timings, curriculum history, and
-                             the digest of final.npz's weights (train.report.weights_digest)
-    learning_curves.png      panel scores and training win rate against steps
+                             the digest of final.npz's weights
+    (connectx_train.report.weights_digest) learning_curves.png      panel scores and training win
+    rate against steps
 
 Each env plays, for one rollout at a time, an opponent drawn from the current mixture (the stage's
 specs, a review share of earlier stages and a self-play share of snapshots); the change takes effect
@@ -26,11 +27,13 @@ checkpoint, whatever point of training or of the final phase it stopped at. A ru
 its first checkpoint (while labelling or teaching, by a signal or by ``--max-minutes``) goes on
 when the same command (or ``--resume``) runs again, from the chunks labelled and the passes done.
 ``--max-minutes`` bounds the whole session and is shared between its phases
-(:mod:`train.budget`); only one process at a time runs in an output folder (:mod:`train.run_lock`).
+(:mod:`connectx_train.budget`); only one process at a time runs in an output folder
+(:mod:`connectx_train.run_lock`).
 
-The parts: :mod:`train.config` (settings), :mod:`train.state` (run state), :mod:`train.curriculum`,
-:mod:`train.opponents` (envs and opponents), :mod:`train.model` (learner, panel),
-:mod:`train.callbacks` (one SB3 callback per job), :mod:`train.finish` (final phase).
+The parts: :mod:`connectx_train.config` (settings), :mod:`connectx_train.state` (run state),
+:mod:`connectx_train.curriculum`, :mod:`connectx_train.opponents` (envs and opponents),
+:mod:`connectx_train.model` (learner, panel), :mod:`connectx_train.callbacks` (one SB3 callback per
+job), :mod:`connectx_train.finish` (final phase).
 """
 
 from __future__ import annotations
@@ -52,22 +55,22 @@ from stable_baselines3.common.utils import set_random_seed
 from stable_baselines3.common.vec_env import VecEnv
 from threadpoolctl import threadpool_limits
 
-from baselines.teacher_labels import LabellingStoppedError
+from connectx_baselines.teacher_labels import LabellingStoppedError
 from connectx_gym.registry import make_policy
-from train.budget import Budget, TimeLimitReachedError, minutes, panel_seconds
-from train.callbacks import WallSplitCallback, run_callbacks
-from train.config import TrainConfig, parse_mixture
-from train.curriculum import Curriculum
-from train.devices import choose_precision, describe_device, resolve_device, use_bf16
-from train.finish import finish
-from train.machine_load import busy_machine_hint
-from train.model import evaluate_panel, load_model, model_weights, new_model, save_model
-from train.opponents import close_env, collect_timing, make_vec_env
-from train.report import check_report
-from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
-from train.run_lock import run_lock
-from train.state import RunState, SessionClock
-from train.teacher import (
+from connectx_train.budget import Budget, TimeLimitReachedError, minutes, panel_seconds
+from connectx_train.callbacks import WallSplitCallback, run_callbacks
+from connectx_train.config import TrainConfig, parse_mixture
+from connectx_train.curriculum import Curriculum
+from connectx_train.devices import choose_precision, describe_device, resolve_device, use_bf16
+from connectx_train.finish import finish
+from connectx_train.machine_load import busy_machine_hint
+from connectx_train.model import evaluate_panel, load_model, model_weights, new_model, save_model
+from connectx_train.opponents import close_env, collect_timing, make_vec_env
+from connectx_train.report import check_report
+from connectx_train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
+from connectx_train.run_lock import run_lock
+from connectx_train.state import RunState, SessionClock
+from connectx_train.teacher import (
     PRETRAIN_LEARNING_RATE,
     TEACHER_BATCH,
     TEACHER_PROGRESS_FILE,
@@ -76,14 +79,14 @@ from train.teacher import (
     pretrain_policy,
     subset,
 )
-from train.teacher_phase import (
+from connectx_train.teacher_phase import (
     TEACHER_PLAN_FILE,
     describe_teaching,
     labelling_note,
     sized_teacher,
     teaching_plan,
 )
-from train.teacher_replay import TeacherReplayCallback
+from connectx_train.teacher_replay import TeacherReplayCallback
 
 __all__ = ["RunInterruptedError", "prepare_out", "train"]
 
@@ -154,7 +157,7 @@ def train(config: TrainConfig, log: Callable[[str], None] = print_line) -> dict[
 
     Raises :class:`RunInterruptedError` after saving what was done when interrupted by Ctrl-C
     or SIGTERM, or stopped by ``--max-minutes`` before its first checkpoint; ``OSError``
-    (:class:`train.run_lock.RunLockedError`) when another process runs in ``config.out``.
+    (:class:`connectx_train.run_lock.RunLockedError`) when another process runs in ``config.out``.
     """
     with _thread_pools(config.torch_threads):
         return _train(config, log)
@@ -375,7 +378,7 @@ def _learn(run: Run, log: Callable[[str], None]) -> dict[str, Any]:
 
 def _estimate_panel(run: Run) -> None:
     """Keep the final panel's time aside in a bounded budget: a few games per opponent with the
-    current weights (:func:`train.budget.panel_seconds`)."""
+    current weights (:func:`connectx_train.budget.panel_seconds`)."""
     if not run.budget.bounded:
         return
     config = run.config

@@ -3,7 +3,7 @@
 ::
 
     from sb3_contrib import MaskablePPO
-    from train.vec_env import ConnectXVecEnv
+    from connectx_train.vec_env import ConnectXVecEnv
 
     venv = ConnectXVecEnv(num_envs=64, opponent="minimax:depth=3")
     model = MaskablePPO("MlpPolicy", venv).learn(100_000)

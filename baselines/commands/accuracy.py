@@ -3,8 +3,9 @@
 By default on the shipped labelled positions (test split): the mistake rate (moves that lose game
 value) and the perfect-move rate, per phase, with 95% intervals. ``--pons FILE`` judges the moves
 on one of Pascal Pons' benchmark files instead (the solver judges each move), with the same
-result (:func:`baselines.perfect_play.evaluate_policy`). ``--ray [ADDRESS]`` answers the labelled
-positions on Ray (every position draws from its own seed, so the result is the local run's).
+result (:func:`connectx_baselines.perfect_play.evaluate_policy`). ``--ray [ADDRESS]`` answers the
+labelled positions on Ray (every position draws from its own seed, so the result is the local
+run's).
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from baselines.perfect_play import evaluate_policy, load_pons
+    from connectx_baselines.perfect_play import evaluate_policy, load_pons
 
     if args.pons:
         if args.ray is not None:

@@ -1,4 +1,5 @@
-"""The import contract: core (connectx_gym) <- search (baselines) <- training (train), no cycles.
+"""The import contract: core (connectx_gym) <- search (connectx_baselines, folder ``baselines/``) <-
+training (connectx_train, folder ``train/``), no cycles.
 
 Every import statement of the three packages is read from the source (module level *and* inside
 functions: a lazy import crosses a layer as much as an eager one). A lower layer does not name a
@@ -22,12 +23,20 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-#: Lower layers first: a package may import only itself and packages before it.
-LAYERS = ("connectx_gym", "baselines", "train")
+#: Lower layers first, as (import name, folder): a package may import only itself and packages
+#: before it.
+LAYERS = (
+    ("connectx_gym", "connectx_gym"),
+    ("connectx_baselines", "baselines"),
+    ("connectx_train", "train"),
+)
+PACKAGES = tuple(package for package, _ in LAYERS)
+PACKAGE_OF_FOLDER = {folder: package for package, folder in LAYERS}
 
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    parts[0] = PACKAGE_OF_FOLDER.get(parts[0], parts[0])
     if parts[-1] == "__init__":
         parts.pop()
     return ".".join(parts)
@@ -56,7 +65,9 @@ def imports_of(path: Path, name: str | None = None) -> set[str]:
 
 def graph() -> dict[str, set[str]]:
     """Module -> the project modules it imports."""
-    modules = {module_name(path): path for layer in LAYERS for path in (ROOT / layer).rglob("*.py")}
+    modules = {
+        module_name(path): path for _, folder in LAYERS for path in (ROOT / folder).rglob("*.py")
+    }
     edges: dict[str, set[str]] = {}
     for name, path in modules.items():
         targets = set()
@@ -70,7 +81,7 @@ def graph() -> dict[str, set[str]]:
 
 
 def layer_of(module: str) -> int:
-    return LAYERS.index(module.split(".")[0])
+    return PACKAGES.index(module.split(".")[0])
 
 
 def test_no_layer_imports_a_higher_one() -> None:
@@ -97,9 +108,11 @@ def test_no_import_cycle_between_packages() -> None:
 def test_graph_reader_sees_function_level_imports(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text(
-        "def f():\n    from train.export import export_kaggle\n    import baselines\n"
+        "def f():\n    from connectx_train.export import export_kaggle\n"
+        "    import connectx_baselines\n"
     )
-    assert {"train.export", "baselines"} <= imports_of(source, "connectx_gym.probe")
+    found = imports_of(source, "connectx_gym.probe")
+    assert {"connectx_train.export", "connectx_baselines"} <= found
 
 
 def test_import_linter_contract() -> None:
@@ -115,17 +128,8 @@ def test_import_linter_contract() -> None:
 
 def higher_layer_names(path: Path, layer: int) -> list[str]:
     """``file:line: text`` of every string or comment of ``path`` that names a package above
-    ``layer`` as a module (``baselines``, ``train.sb3_files``, ``:mod:`train```); the word
-    "train" alone (``connectx train``, ``[train]``, "train an agent") is not a module name."""
-    higher = LAYERS[layer + 1 :]
-    patterns = [
-        re.compile(
-            rf"\b{name}\.[A-Za-z_]|`{name}`|\b{name}:[A-Za-z_]"
-            if name == "train"
-            else rf"\b{name}\b"
-        )
-        for name in higher
-    ]
+    ``layer`` (``connectx_baselines``, ``connectx_train.sb3_files``, ``:mod:`connectx_train```)."""
+    patterns = [re.compile(rf"\b{name}\b") for name in PACKAGES[layer + 1 :]]
     found = []
     strings = (tokenize.STRING, tokenize.COMMENT, getattr(tokenize, "FSTRING_MIDDLE", -1))
     for token in tokenize.generate_tokens(io.StringIO(path.read_text()).readline):
@@ -142,8 +146,8 @@ def higher_layer_names(path: Path, layer: int) -> list[str]:
 def test_no_layer_names_a_higher_one_even_in_strings() -> None:
     named = [
         f"{path.parent.relative_to(ROOT)}/{hit}"
-        for layer, package in enumerate(LAYERS)
-        for path in sorted((ROOT / package).rglob("*.py"))
+        for layer, (_, folder) in enumerate(LAYERS)
+        for path in sorted((ROOT / folder).rglob("*.py"))
         for hit in higher_layer_names(path, layer)
     ]
     assert not named, "a higher layer named:\n" + "\n".join(named)
@@ -152,11 +156,12 @@ def test_no_layer_names_a_higher_one_even_in_strings() -> None:
 def test_string_reader_sees_entry_points_and_docstrings(tmp_path: Path) -> None:
     source = tmp_path / "probe.py"
     source.write_text(
-        '"""Uses :mod:`baselines`."""\nLOADER = "train.sb3_files:weights_from_sb3"\n'
+        '"""Uses :mod:`connectx_baselines`."""\n'
+        'LOADER = "connectx_train.sb3_files:weights_from_sb3"\n'
         'HELP = "train a MaskablePPO agent"  # run connectx train, pip install "x[train]"\n'
     )
     hits = higher_layer_names(source, 0)
-    assert hits == ["probe.py:1: baselines", "probe.py:2: train.s"], hits
+    assert hits == ["probe.py:1: connectx_baselines", "probe.py:2: connectx_train"], hits
 
 
 def module_cycles() -> list[list[str]]:

@@ -159,7 +159,7 @@ def test_this_distribution_registers_its_search_policies_and_commands() -> None:
 def test_the_search_modules_register_their_batch_actors() -> None:
     """The core names no search agent: the modules defining them register their batch actors,
     for exactly their classes (a subclass may play differently, so it plays board by board)."""
-    from baselines.lookahead import MinimaxPolicy
+    from connectx_baselines.lookahead import MinimaxPolicy
     from connectx_gym.batch import batch_actor
     from connectx_gym.registry import make_policy
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._alphabeta import WIN
-from baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE, new_frames
-from baselines.alphabeta import ALPHABETA_WEIGHTS, AlphaBetaPolicy
-from baselines.lookahead import center_order
+from connectx_baselines._alphabeta import WIN
+from connectx_baselines._layout import STAT_ABORTED, STAT_NODES, STAT_SIZE, new_frames
+from connectx_baselines.alphabeta import ALPHABETA_WEIGHTS, AlphaBetaPolicy
+from connectx_baselines.lookahead import center_order
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym._dims import dims
 from connectx_gym._jit import jit_module
@@ -145,9 +145,9 @@ def test_time_budget_is_respected(size: tuple[int, int, int], budget: float) -> 
 def test_search_reads_the_clock_inside_the_tree(compiled: bool) -> None:
     geometry = Geometry(6, 7, 4)
     module = (
-        jit_module("baselines._alphabeta")
+        jit_module("connectx_baselines._alphabeta")
         if compiled
-        else importlib.import_module("baselines._alphabeta")
+        else importlib.import_module("connectx_baselines._alphabeta")
     )
     own, other = ALPHABETA_WEIGHTS.arrays(4)
     table = np.zeros((100_003, module.TABLE_WIDTH), dtype=np.int64 if compiled else object)
@@ -207,8 +207,8 @@ def test_compiled_and_plain_search_agree(seed: int, depth: int) -> None:
     own, other = ALPHABETA_WEIGHTS.arrays(4)
     results = []
     for module in (
-        jit_module("baselines._alphabeta"),
-        importlib.import_module("baselines._alphabeta"),
+        jit_module("connectx_baselines._alphabeta"),
+        importlib.import_module("connectx_baselines._alphabeta"),
     ):
         compiled = module.__name__.endswith("__jit__")
         table = np.zeros((1009, module.TABLE_WIDTH), dtype=np.int64 if compiled else object)

@@ -15,11 +15,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import baselines.alphabeta
-import baselines.batched
-from baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
-from baselines.alphabeta import AlphaBetaPolicy
-from baselines.batched import MINIMAX, NEGAMAX, ONESTEP, alphabeta_batch_scores, batch_scores
+import connectx_baselines.alphabeta
+import connectx_baselines.batched
+from connectx_baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
+from connectx_baselines.alphabeta import AlphaBetaPolicy
+from connectx_baselines.batched import (
+    MINIMAX,
+    NEGAMAX,
+    ONESTEP,
+    alphabeta_batch_scores,
+    batch_scores,
+)
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.batch import batch_actor, choose_columns
 from tests.support.board_batches import random_batch
@@ -109,7 +115,11 @@ def test_alphabeta_on_many_threads_scores_like_one_and_like_the_single_policy(
     np.testing.assert_array_equal(alphabeta_batch_scores(policy, batch, threads=threads), one)
     # In a table of the policy's own size, the batch searches exactly as the policy does.
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(baselines.batched, "ALPHABETA_TABLE_SIZE", baselines.alphabeta._TABLE_SIZE)
+        patch.setattr(
+            connectx_baselines.batched,
+            "ALPHABETA_TABLE_SIZE",
+            connectx_baselines.alphabeta._TABLE_SIZE,
+        )
         same_table = alphabeta_batch_scores(policy, batch, threads=threads)
     np.testing.assert_array_equal(same_table, alphabeta_after_reset(policy, boards))
 
@@ -154,8 +164,8 @@ def test_alphabeta_batches_under_a_time_budget_stop_in_time() -> None:
 INTERRUPTED_CHILD = """
 import sys, time
 import numpy as np
-from baselines.alphabeta import AlphaBetaPolicy
-from baselines.batched import alphabeta_batch_scores
+from connectx_baselines.alphabeta import AlphaBetaPolicy
+from connectx_baselines.batched import alphabeta_batch_scores
 from connectx_gym import Geometry
 from tests.support.board_batches import random_batch
 batch, _ = random_batch(Geometry(6, 7, 4), 8, seed=5)
@@ -203,13 +213,13 @@ def test_only_batches_that_may_take_long_wait_on_a_helper_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     helped: list[str] = []
-    run_stoppable = baselines.batched.run_stoppable
+    run_stoppable = connectx_baselines.batched.run_stoppable
 
     def spy(call, stop):  # type: ignore[no-untyped-def]
         helped.append(threading.current_thread().name)
         run_stoppable(call, stop)
 
-    monkeypatch.setattr(baselines.batched, "run_stoppable", spy)
+    monkeypatch.setattr(connectx_baselines.batched, "run_stoppable", spy)
     batch, _ = random_batch(Geometry(6, 7, 4), 4, seed=6)
     quick = AlphaBetaPolicy(time_budget=7.0, max_depth=2)  # a class of its own in the choice
     for _ in range(3):  # the first call of a class is not timed (it may compile)

@@ -8,7 +8,7 @@ import time
 
 import numba
 
-from baselines._clock import monotonic
+from connectx_baselines._clock import monotonic
 
 
 @numba.njit
@@ -29,7 +29,7 @@ def test_the_object_mode_clock_of_other_systems_reads_the_same_clock() -> None:
     # Compiled where the system is not Linux (the platform is looked at when numba compiles).
     program = (
         "import sys, time, numba\n"
-        "from baselines._clock import monotonic\n"
+        "from connectx_baselines._clock import monotonic\n"
         "sys.platform = 'win32'\n"
         "read = numba.njit(lambda: monotonic())\n"
         "before = time.perf_counter(); now = read(); after = time.perf_counter()\n"

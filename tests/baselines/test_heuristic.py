@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights, count_windows
+from connectx_baselines.heuristic import (
+    MINIMAX_WEIGHTS,
+    ONESTEP_WEIGHTS,
+    WindowWeights,
+    count_windows,
+)
 from connectx_gym import Board, Geometry
 from connectx_gym._jit import backend
 from connectx_gym.bitboard import popcount
@@ -39,7 +44,7 @@ def test_count_windows_matches_the_tutorial(size: tuple[int, int, int], seed: in
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)
     grid = board.to_array().astype(int)
-    kernels = backend("baselines.heuristic", geometry)
+    kernels = backend("connectx_baselines.heuristic", geometry)
     for player, other, mark in (
         (board.current, board.opponent, board.mark),
         (board.opponent, board.current, 3 - board.mark),
@@ -63,7 +68,7 @@ def test_weighted_score_matches_the_tutorial(
     board = ref.random_board(geometry, seed)
     grid = board.to_array().astype(int)
     own_array, opponent_array = WindowWeights(own, opponent).arrays(geometry.inarow)
-    kernels = backend("baselines.heuristic", geometry)
+    kernels = backend("connectx_baselines.heuristic", geometry)
     score = kernels.window_score(
         board.current, board.opponent, own_array, opponent_array, *kernel_args(geometry)
     )
@@ -86,7 +91,7 @@ def test_tutorial_weights_give_the_tutorial_heuristics(
     geometry = Geometry(*size)
     board = ref.random_board(geometry, seed)
     grid = board.to_array().astype(int)
-    kernels = backend("baselines.heuristic", geometry)
+    kernels = backend("connectx_baselines.heuristic", geometry)
     for weights, reference in (
         (ONESTEP_WEIGHTS, ref.onestep_heuristic),
         (MINIMAX_WEIGHTS, ref.minimax_heuristic),
@@ -103,8 +108,8 @@ def test_tutorial_weights_give_the_tutorial_heuristics(
 def test_compiled_and_plain_backends_agree(seed: int) -> None:
     geometry = Geometry(6, 7, 4)
     board = ref.random_board(geometry, seed)
-    compiled = backend("baselines.heuristic", geometry)
-    plain = importlib.import_module("baselines.heuristic")
+    compiled = backend("connectx_baselines.heuristic", geometry)
+    plain = importlib.import_module("connectx_baselines.heuristic")
     assert compiled is not plain
     own, other = WindowWeights({1: 3.0, 2: 5.0, 4: 7.0}, {0: -1.0, 3: -11.0}).arrays(4)
     args = (board.current, board.opponent, own, other, *kernel_args(geometry))

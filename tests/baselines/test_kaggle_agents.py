@@ -7,7 +7,7 @@ import sys
 import numpy as np
 import pytest
 
-from baselines.kaggle_agents import KaggleBuiltinPolicy, load_kaggle_agent
+from connectx_baselines.kaggle_agents import KaggleBuiltinPolicy, load_kaggle_agent
 from connectx_gym import Board, Geometry, as_kaggle_agent, make_policy
 from connectx_gym.policy import Struct
 

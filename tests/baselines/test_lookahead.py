@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._layout import new_frames, new_state, run_in_chunks
-from baselines.heuristic import MINIMAX_WEIGHTS
-from baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
+from connectx_baselines._layout import new_frames, new_state, run_in_chunks
+from connectx_baselines.heuristic import MINIMAX_WEIGHTS
+from connectx_baselines.lookahead import MinimaxPolicy, OneStepPolicy, center_order
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym._dims import dims
 from connectx_gym._jit import jit_module
@@ -82,8 +82,8 @@ def test_compiled_and_plain_minimax_agree(seed: int, depth: int, chunk: int) -> 
     order = center_order(7)
     results = []
     for module, nodes in (
-        (jit_module("baselines._resumable"), 1 << 30),
-        (importlib.import_module("baselines._resumable"), chunk),
+        (jit_module("connectx_baselines._resumable"), 1 << 30),
+        (importlib.import_module("connectx_baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)

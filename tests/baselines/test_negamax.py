@@ -11,9 +11,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines._layout import new_frames, new_state, run_in_chunks
-from baselines.lookahead import center_order
-from baselines.negamax import NegamaxPolicy
+from connectx_baselines._layout import new_frames, new_state, run_in_chunks
+from connectx_baselines.lookahead import center_order
+from connectx_baselines.negamax import NegamaxPolicy
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym._dims import dims
 from connectx_gym._jit import jit_module
@@ -60,8 +60,8 @@ def test_compiled_and_plain_negamax_agree(seed: int, depth: int, chunk: int) -> 
     board = ref.random_board(geometry, seed)
     results = []
     for module, nodes in (
-        (jit_module("baselines._resumable"), 1 << 30),
-        (importlib.import_module("baselines._resumable"), chunk),
+        (jit_module("connectx_baselines._resumable"), 1 << 30),
+        (importlib.import_module("connectx_baselines._resumable"), chunk),
     ):
         out = np.empty(7)
         frames, bounds = new_frames(depth, geometry)

@@ -9,15 +9,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from baselines.game_positions import canonical_key, phase_bounds
-from baselines.perfect_play import (
+from connectx_baselines.game_positions import canonical_key, phase_bounds
+from connectx_baselines.perfect_play import (
     LabelledPositions,
     evaluate_policy,
     judge_moves,
     load_positions,
 )
-from baselines.position_sets import ILLEGAL, load_pons
-from baselines.solver import Solver
+from connectx_baselines.position_sets import ILLEGAL, load_pons
+from connectx_baselines.solver import Solver
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import wilson_interval
 from tests.support.scripted_policies import Column, Illegal

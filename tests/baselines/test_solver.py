@@ -11,14 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from baselines.perfect_play import (
+from connectx_baselines.perfect_play import (
     PerfectPlayResult,
     PonsPosition,
     evaluate_policy,
     load_pons,
     positions_from_games,
 )
-from baselines.solver import (
+from connectx_baselines.solver import (
     SearchLimitError,
     Solver,
     SolverPolicy,

@@ -1,5 +1,5 @@
-"""baselines.teacher_book and tools/teacher_book.py: the shipped opening book agrees with the
-solver and never holds an evaluation position; the book grows chunk by chunk, the same whichever
+"""connectx_baselines.teacher_book and tools/teacher_book.py: the shipped opening book agrees with
+the solver and never holds an evaluation position; the book grows chunk by chunk, the same whichever
 way its chunks are labelled, and refuses to mix settings."""
 
 from __future__ import annotations
@@ -11,17 +11,17 @@ import numpy as np
 import pytest
 
 import tools.teacher_book as teacher_book_tool
-from baselines.game_positions import canonical_key, play_game
-from baselines.perfect_play import load_positions
-from baselines.solver import Solver
-from baselines.teacher_book import (
+from connectx_baselines.game_positions import canonical_key, play_game
+from connectx_baselines.perfect_play import load_positions
+from connectx_baselines.solver import Solver
+from connectx_baselines.teacher_book import (
     BOOK_FILE,
     BOOKS,
     EARLY_BOOK,
     MIDDLE_BOOK,
     load_book,
 )
-from baselines.teacher_labels import ILLEGAL, ChunkSettings
+from connectx_baselines.teacher_labels import ILLEGAL, ChunkSettings
 from connectx_gym.bitboard import Geometry
 from connectx_gym.registry import make_policy
 from tools.teacher_book import extend_book, main

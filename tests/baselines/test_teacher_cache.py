@@ -1,5 +1,5 @@
-"""baselines.teacher_cache: the shipped labels equal what the run would label, are read only where
-they apply, and a store round-trips through its file."""
+"""connectx_baselines.teacher_cache: the shipped labels equal what the run would label, are read
+only where they apply, and a store round-trips through its file."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import baselines.teacher_labels as teacher_labels
+import connectx_baselines.teacher_labels as teacher_labels
 import tools.teacher_cache as cache_tool
-from baselines.teacher_cache import ChunkStore, exclusion_digest, shipped_store
-from baselines.teacher_labels import (
+from connectx_baselines.teacher_cache import ChunkStore, exclusion_digest, shipped_store
+from connectx_baselines.teacher_labels import (
     ChunkSettings,
     chunk_jobs,
     chunk_key,

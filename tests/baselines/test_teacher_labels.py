@@ -1,6 +1,6 @@
-"""baselines.teacher_labels and Solver.move_values: labels agree with the exact scores, evaluation
-positions are never taught, the set is the same for any number of workers and resumes from its
-chunk files."""
+"""connectx_baselines.teacher_labels and Solver.move_values: labels agree with the exact scores,
+evaluation positions are never taught, the set is the same for any number of workers and resumes
+from its chunk files."""
 
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import baselines.teacher_labels as teacher_labels
-from baselines.game_positions import canonical_key, canonical_keys
-from baselines.solver import SearchLimitError, Solver
-from baselines.teacher_labels import (
+import connectx_baselines.teacher_labels as teacher_labels
+from connectx_baselines.game_positions import canonical_key, canonical_keys
+from connectx_baselines.solver import SearchLimitError, Solver
+from connectx_baselines.teacher_labels import (
     ILLEGAL,
     TeacherSet,
     evaluation_keys,

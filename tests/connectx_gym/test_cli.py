@@ -198,7 +198,7 @@ def test_entry_point_and_light_imports() -> None:
 
 
 def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
-    pytest.importorskip("baselines.solver")
+    pytest.importorskip("connectx_baselines.solver")
     code, out, err = run(capsys, "accuracy", "onestep", "--json")
     assert code == 0, err
     result = json.loads(out)
@@ -209,7 +209,7 @@ def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_accuracy_on_a_pons_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
-    from baselines.solver import solve
+    from connectx_baselines.solver import solve
     from connectx_gym import Board, Geometry
 
     # Pons' format (1-indexed columns, then the side to move's score), scored by our solver

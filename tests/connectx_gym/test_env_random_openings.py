@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from connectx_gym import Geometry
 from connectx_gym.env import ConnectXEnv, check_opening_plies
 from connectx_gym.vector import ConnectXVectorEnv
-from train.config import TrainConfig
+from connectx_train.config import TrainConfig
 
 SIZES = [(6, 7, 4), (4, 5, 3), (3, 3, 2), (7, 8, 5), (2, 2, 2)]
 

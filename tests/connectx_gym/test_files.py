@@ -241,8 +241,8 @@ def test_kaggle_py_agent_file(tmp_path: Path) -> None:
 def test_sb3_zip_warns_and_matches_model(tmp_path: Path) -> None:
     pytest.importorskip("sb3_contrib")
     from connectx_gym.env import ConnectXEnv
-    from train.config import TrainConfig
-    from train.model import new_model
+    from connectx_train.config import TrainConfig
+    from connectx_train.model import new_model
 
     config = TrainConfig(rows=5, columns=6, inarow=4, channels=8, features_dim=16)
     model = new_model(config, ConnectXEnv(5, 6, 4), tmp_path)

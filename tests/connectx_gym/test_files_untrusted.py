@@ -192,7 +192,7 @@ def test_best_legal_column_never_answers_an_illegal_one() -> None:
 
 
 def test_exported_agent_never_answers_an_illegal_column(tmp_path: Path) -> None:
-    from train.export import export_kaggle
+    from connectx_train.export import export_kaggle
 
     # A network that always prefers column 0, on a board whose column 0 is full.
     arrays = linear_arrays(rows=2, columns=3)

@@ -90,8 +90,8 @@ def test_bad_limits_name_the_parameter(spec: str, parameter: str) -> None:
 
 @pytest.mark.parametrize("value", ["1", None, True, float("nan")])
 def test_time_budget_of_the_wrong_type(value: object) -> None:
-    from baselines.alphabeta import AlphaBetaPolicy
-    from baselines.solver import SolverPolicy
+    from connectx_baselines.alphabeta import AlphaBetaPolicy
+    from connectx_baselines.solver import SolverPolicy
 
     for policy in (AlphaBetaPolicy, SolverPolicy):
         with pytest.raises(ValueError, match="time_budget"):
@@ -106,7 +106,7 @@ def test_depth_beyond_the_board_is_refused(spec: str) -> None:
 
 
 def test_solver_limits_are_checked() -> None:
-    from baselines.solver import solve
+    from connectx_baselines.solver import solve
 
     board = Board.from_moves(SIXBY7, [3, 3, 4])
     for limits in ({"node_limit": -1}, {"node_limit": 2.5}, {"time_limit": float("nan")}):
@@ -174,7 +174,7 @@ def test_budgeted_policies_stay_within_their_budget() -> None:
 
 def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyPatch) -> None:
     """A table of 16-byte entries may take at most a quarter of the machine's RAM."""
-    from baselines import _checks
+    from connectx_baselines import _checks
 
     gib = 2**30
     assert _checks.TABLE_RAM_SHARE == 0.25
@@ -194,7 +194,7 @@ def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyP
 
 @pytest.mark.slow
 def test_the_shared_solvers_keep_a_few_geometries() -> None:
-    from baselines import solver
+    from connectx_baselines import solver
 
     for columns in range(4, 4 + solver.SHARED_SOLVERS + 3):
         solver.move_scores(Board.from_moves(Geometry(4, columns, 3), [0]))

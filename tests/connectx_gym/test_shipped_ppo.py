@@ -66,7 +66,7 @@ def test_ppo_as_env_opponent_and_sampling_spec() -> None:
 
 
 def test_ppo_exports_to_kaggle(tmp_path: Path) -> None:
-    from train.export import export_kaggle
+    from connectx_train.export import export_kaggle
 
     path = export_kaggle("ppo", tmp_path / "main.py")
     namespace: dict = {}

@@ -9,7 +9,7 @@ import pytest
 
 ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 
-from baselines.perfect_play import evaluate_policy, load_positions  # noqa: E402
+from connectx_baselines.perfect_play import evaluate_policy, load_positions  # noqa: E402
 from connectx_gym.cli import main  # noqa: E402
 from connectx_gym.policy import Policy  # noqa: E402
 from connectx_gym.ray_executor import RayExecutor, RayPositionError  # noqa: E402

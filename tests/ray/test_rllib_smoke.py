@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 rllib = pytest.importorskip(
-    "train.rllib_selfplay",
+    "connectx_train.rllib_selfplay",
     reason='RLlib is not installed (pip install -e ".[rllib]")',
     exc_type=ImportError,  # the module raises ImportError with the install hint
 )

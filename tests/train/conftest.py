@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from baselines.teacher_labels import TeacherSet, make_teacher_set
+from connectx_baselines.teacher_labels import TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
 
 #: the small board of the teacher tests

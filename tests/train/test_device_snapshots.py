@@ -1,5 +1,5 @@
-"""train.device_snapshots: self-play snapshots answered by torch on the training device answer as
-their numpy forward pass does (checked here on the CPU; CI has no GPU)."""
+"""connectx_train.device_snapshots: self-play snapshots answered by torch on the training device
+answer as their numpy forward pass does (checked here on the CPU; CI has no GPU)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from connectx_gym import Geometry, make_policy
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.files import NumpyNetPolicy, save_weights
 from connectx_gym.weights import WeightsFile
+from connectx_train.batched import TimedBatchPolicy
+from connectx_train.device_snapshots import DeviceWeights, snapshot_device
+from connectx_train.model import model_weights
+from connectx_train.opponents import collect_timing, queue_opponents
 from tests.connectx_gym.test_files import random_board, random_weights
 from tests.train.test_export import make_model
 from tests.train.test_train_batched import play, slots
-from train.batched import TimedBatchPolicy
-from train.device_snapshots import DeviceWeights, snapshot_device
-from train.model import model_weights
-from train.opponents import collect_timing, queue_opponents
 
 CPU = torch.device("cpu")
 

@@ -16,13 +16,13 @@ pytest.importorskip("sb3_contrib")
 
 import torch
 
+from connectx_train import devices, networks
+from connectx_train import model as learner
+from connectx_train.config import TrainConfig
+from connectx_train.devices import choose_precision, resolve_device, use_bf16
+from connectx_train.teacher import TeacherTensors
+from connectx_train.trainer import teaching_settings, train
 from tests.train.test_train_resume import arrays, quiet, tiny
-from train import devices, networks
-from train import model as learner
-from train.config import TrainConfig
-from train.devices import choose_precision, resolve_device, use_bf16
-from train.teacher import TeacherTensors
-from train.trainer import teaching_settings, train
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -179,7 +179,7 @@ def test_a_checkpoint_loads_onto_the_device_asked_for(
     out = tmp_path / "run"
     train(tiny(out, device="cpu", timesteps=128), log=quiet)
     monkeypatch.setattr(learner.MaskablePPO, "load", load)
-    from train.opponents import make_vec_env
+    from connectx_train.opponents import make_vec_env
 
     env = make_vec_env(tiny(out))
     model = learner.load_model(out / "checkpoint.zip", env, out, torch.device("cpu"))

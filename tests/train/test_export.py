@@ -17,9 +17,9 @@ pytest.importorskip("sb3_contrib")
 from connectx_gym import Board, Geometry
 from connectx_gym.env import ConnectXEnv
 from connectx_gym.files import save_weights
-from train.config import TrainConfig
-from train.export import export_kaggle
-from train.model import model_weights, new_model
+from connectx_train.config import TrainConfig
+from connectx_train.export import export_kaggle
+from connectx_train.model import model_weights, new_model
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
 

@@ -23,11 +23,10 @@ from connectx_gym.bitboard import Geometry  # noqa: E402
 from connectx_gym.env import ConnectXEnv  # noqa: E402
 from connectx_gym.files import save_weights  # noqa: E402
 from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers  # noqa: E402
-from tests.connectx_gym.test_forward import every_operation_network  # noqa: E402
-from train import onnx_export  # noqa: E402
-from train.config import TrainConfig  # noqa: E402
-from train.model import model_weights, new_model  # noqa: E402
-from train.onnx_export import (  # noqa: E402
+from connectx_train import onnx_export  # noqa: E402
+from connectx_train.config import TrainConfig  # noqa: E402
+from connectx_train.model import model_weights, new_model  # noqa: E402
+from connectx_train.onnx_export import (  # noqa: E402
     MASKED_LOGIT,
     OPSET,
     LayersModule,
@@ -35,7 +34,8 @@ from train.onnx_export import (  # noqa: E402
     onnx_logits,
     random_positions,
 )
-from train.torch_operations import TORCH_OPERATIONS  # noqa: E402
+from connectx_train.torch_operations import TORCH_OPERATIONS  # noqa: E402
+from tests.connectx_gym.test_forward import every_operation_network  # noqa: E402
 
 
 def make_model(out: Path, rows: int, columns: int, inarow: int, seed: int):
@@ -181,7 +181,7 @@ def test_missing_onnx_gives_the_install_hint(tmp_path, monkeypatch):
 
 
 def test_check_is_capped_and_the_cap_is_named(tmp_path, capsys):
-    from train.export import MAX_CHECK_POSITIONS
+    from connectx_train.export import MAX_CHECK_POSITIONS
 
     model = save_weights(
         model_weights(make_model(tmp_path, 6, 7, 4, 0), Geometry()), tmp_path / "m.npz"

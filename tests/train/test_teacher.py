@@ -1,5 +1,5 @@
-"""train.teacher: the targets of a teacher set, supervised passes that learn them, the replay
-during PPO, and a run with a teacher end to end (labels cached, resumable)."""
+"""connectx_train.teacher: the targets of a teacher set, supervised passes that learn them, the
+replay during PPO, and a run with a teacher end to end (labels cached, resumable)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,19 @@ import pytest
 import torch
 from sb3_contrib import MaskablePPO
 
-import train.teacher as train_teacher
-from baselines.teacher_labels import TeacherSet
-from tests.train.test_train_resume import arrays, tiny
-from train.config import PRESETS, TrainConfig, add_arguments, config_from_args, preset_config
-from train.model import new_model
-from train.opponents import make_vec_env
-from train.report import markdown_report
-from train.teacher import (
+import connectx_train.teacher as train_teacher
+from connectx_baselines.teacher_labels import TeacherSet
+from connectx_train.config import (
+    PRESETS,
+    TrainConfig,
+    add_arguments,
+    config_from_args,
+    preset_config,
+)
+from connectx_train.model import new_model
+from connectx_train.opponents import make_vec_env
+from connectx_train.report import markdown_report
+from connectx_train.teacher import (
     TEACHER_PROGRESS_FILE,
     TeacherTensors,
     batch_losses,
@@ -32,8 +37,9 @@ from train.teacher import (
     seconds_per_batch,
     teacher_tensors,
 )
-from train.teacher_books import BookUse, parse_teacher_books
-from train.trainer import RunInterruptedError, train
+from connectx_train.teacher_books import BookUse, parse_teacher_books
+from connectx_train.trainer import RunInterruptedError, train
+from tests.train.test_train_resume import arrays, tiny
 
 
 def tiny_teacher_config(**settings: Any) -> TrainConfig:

@@ -10,14 +10,14 @@ from typing import Any
 import pytest
 import torch
 
-import train.teacher as train_teacher
-from baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, MIDDLE_BOOK_FILE
-from baselines.teacher_labels import TeacherSet
+import connectx_train.teacher as train_teacher
+from connectx_baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, MIDDLE_BOOK_FILE
+from connectx_baselines.teacher_labels import TeacherSet
+from connectx_train.config import TrainConfig
+from connectx_train.teacher import load_teacher, teacher_tensors
+from connectx_train.teacher_books import BookUse, format_teacher_books, parse_teacher_books
 from tests.train.conftest import SMALL
 from tests.train.test_teacher import assert_copies, tiny_teacher_config
-from train.config import TrainConfig
-from train.teacher import load_teacher, teacher_tensors
-from train.teacher_books import BookUse, format_teacher_books, parse_teacher_books
 
 
 def test_a_run_saved_with_the_six_book_settings_resumes_on_the_same_books() -> None:

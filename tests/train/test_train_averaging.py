@@ -1,4 +1,5 @@
-"""train.averaging: which snapshots a run averages into its play weights, and their mean."""
+"""connectx_train.averaging: which snapshots a run averages into its play weights, and their
+mean."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ pytest.importorskip("sb3_contrib")
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import load_weights, save_weights
 from connectx_gym.weights import WeightsFile
-from train.averaging import averaged_weights, snapshot_step, snapshots_to_average
-from train.config import PRESETS, TrainConfig
-from train.report import markdown_report
+from connectx_train.averaging import averaged_weights, snapshot_step, snapshots_to_average
+from connectx_train.config import PRESETS, TrainConfig
+from connectx_train.report import markdown_report
 
 GEOMETRY = Geometry(4, 5, 3)
 LINEAR = [{"op": "flatten"}, {"op": "linear", "weight": "w", "bias": "b"}]

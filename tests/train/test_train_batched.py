@@ -21,18 +21,18 @@ from threadpoolctl import threadpool_info
 
 from connectx_gym import Geometry
 from connectx_gym.files import NumpyNetPolicy, save_weights
+from connectx_train import machine_load, trainer
+from connectx_train.batched import BatchedOpponentSlots, TimedBatchPolicy
+from connectx_train.config import TrainConfig
+from connectx_train.devices import bf16_native, use_bf16
+from connectx_train.model import new_model
+from connectx_train.networks import ConnectXCNN
+from connectx_train.opponents import collect_timing, make_vec_env, queue_opponents
+from connectx_train.teacher_replay import TeacherReplayCallback
+from connectx_train.trainer import train
 from tests.connectx_gym.test_files import random_weights
 from tests.train.test_train_resume import arrays, outcomes, quiet, tiny
 from tests.train.test_train_smoke import SMALL
-from train import machine_load, trainer
-from train.batched import BatchedOpponentSlots, TimedBatchPolicy
-from train.config import TrainConfig
-from train.devices import bf16_native, use_bf16
-from train.model import new_model
-from train.networks import ConnectXCNN
-from train.opponents import collect_timing, make_vec_env, queue_opponents
-from train.teacher_replay import TeacherReplayCallback
-from train.trainer import train
 
 
 def slots(n_envs: int = 6, seed: int = 0) -> BatchedOpponentSlots:

@@ -1,6 +1,6 @@
-"""train.budget: one bound for the whole run. The plan of the supervised passes, a teacher sized
-to the run's steps, progress lines with the time left, and ``--max-minutes`` stopping a tiny run
-in each phase, then the same command (or ``--resume``) going on to a finished run."""
+"""connectx_train.budget: one bound for the whole run. The plan of the supervised passes, a teacher
+sized to the run's steps, progress lines with the time left, and ``--max-minutes`` stopping a tiny
+run in each phase, then the same command (or ``--resume``) going on to a finished run."""
 
 from __future__ import annotations
 
@@ -14,8 +14,7 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
-from train.budget import (
+from connectx_train.budget import (
     PANEL_SAFETY,
     PPO_OVER_UPDATES,
     TEACHER_SHARE,
@@ -27,11 +26,12 @@ from train.budget import (
     ppo_seconds,
     sized_teacher_fraction,
 )
-from train.config import TrainConfig, preset_config
-from train.report import DIGEST_KEY, check_report, weights_digest, write_report
-from train.state import RunState, SessionClock
-from train.teacher_phase import _teaching_allowed, sized_teacher
-from train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
+from connectx_train.config import TrainConfig, preset_config
+from connectx_train.report import DIGEST_KEY, check_report, weights_digest, write_report
+from connectx_train.state import RunState, SessionClock
+from connectx_train.teacher_phase import _teaching_allowed, sized_teacher
+from connectx_train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
+from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
 
 
 def test_all_passes_are_planned_when_they_fit() -> None:
@@ -150,7 +150,7 @@ def test_the_panel_is_timed_after_its_kernels_are_compiled(monkeypatch: pytest.M
         now[0] += (30.0 if not played else 0.0) + 0.05 * games  # the first call compiles
         played.append(games)
 
-    monkeypatch.setattr("train.budget.time.perf_counter", lambda: now[0])
+    monkeypatch.setattr("connectx_train.budget.time.perf_counter", lambda: now[0])
     seconds = panel_seconds(play, final_games=100, sample_games=2)
     assert played == [1, 2]
     assert seconds == pytest.approx(PANEL_SAFETY * 0.05 * 100)

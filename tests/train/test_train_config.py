@@ -1,5 +1,5 @@
-"""train.config: settings of the wrong type, from a config.json or made by hand, are one line
-naming the setting (and the file), never an error deep in the run."""
+"""connectx_train.config: settings of the wrong type, from a config.json or made by hand, are one
+line naming the setting (and the file), never an error deep in the run."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from train.config import TrainConfig
+from connectx_train.config import TrainConfig
 
 
 @pytest.mark.parametrize(

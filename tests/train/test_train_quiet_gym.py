@@ -1,5 +1,5 @@
 """SB3 imports the unmaintained ``gym`` when it is installed (kaggle-environments brings it), and
-gym prints a four-line banner on stderr: ``import train`` keeps SB3 from importing it, so
+gym prints a four-line banner on stderr: ``import connectx_train`` keeps SB3 from importing it, so
 ``connectx train`` and the exports print only their own lines."""
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def test_gym_prints_its_banner_when_imported() -> None:
 
 def test_training_imports_sb3_without_the_gym_banner() -> None:
     done = python(
-        "import train.model, train.trainer\n"
+        "import connectx_train.model, connectx_train.trainer\n"
         "import stable_baselines3.common.vec_env.patch_gym as patch\n"
         "import sys\n"
         "print(patch.gym_installed, 'gym' in sys.modules)"
@@ -63,9 +63,9 @@ def test_an_export_error_is_one_line_without_the_banner(tmp_path: Path) -> None:
 def test_saving_a_model_prints_no_gym_banner(tmp_path: Path) -> None:
     done = python(
         "from pathlib import Path\n"
-        "from train.config import TrainConfig\n"
-        "from train.model import new_model, save_model\n"
-        "from train.opponents import make_vec_env\n"
+        "from connectx_train.config import TrainConfig\n"
+        "from connectx_train.model import new_model, save_model\n"
+        "from connectx_train.opponents import make_vec_env\n"
         "config = TrainConfig(n_envs=2, channels=8, features_dim=32, teacher_positions=0)\n"
         f"out = Path({str(tmp_path)!r})\n"
         "save_model(new_model(config, make_vec_env(config), out), out / 'checkpoint.zip')\n"
@@ -79,6 +79,6 @@ def test_saving_a_model_prints_no_gym_banner(tmp_path: Path) -> None:
 
 
 def test_gym_stays_importable_for_others() -> None:
-    done = python("import train.model\nimport gym\nprint(gym.__name__)")
+    done = python("import connectx_train.model\nimport gym\nprint(gym.__name__)")
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "gym"

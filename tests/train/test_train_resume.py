@@ -13,10 +13,10 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
-import train.finish as final_phase
+import connectx_train.finish as final_phase
 from connectx_gym.cli import main
-from train.config import TrainConfig
-from train.trainer import RunInterruptedError, train
+from connectx_train.config import TrainConfig
+from connectx_train.trainer import RunInterruptedError, train
 
 FINAL_FILES = ("final.zip", "final.npz", "report.md", "report.json", "learning_curves.png")
 

@@ -1,6 +1,6 @@
-"""train.resume_extras: a checkpoint keeps the global random streams and the teacher replay's
-optimizer and generator, so ``--resume`` goes on with them; an extras file from other steps, a
-damaged one or none is left aside, saying so, and the run resumes as before."""
+"""connectx_train.resume_extras: a checkpoint keeps the global random streams and the teacher
+replay's optimizer and generator, so ``--resume`` goes on with them; an extras file from other
+steps, a damaged one or none is left aside, saying so, and the run resumes as before."""
 
 from __future__ import annotations
 
@@ -16,14 +16,14 @@ pytest.importorskip("sb3_contrib")
 
 from stable_baselines3.common.logger import Logger
 
-from baselines.teacher_labels import make_teacher_set
+from connectx_baselines.teacher_labels import make_teacher_set
 from connectx_gym.bitboard import Geometry
+from connectx_train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
+from connectx_train.teacher import teacher_tensors
+from connectx_train.teacher_replay import TeacherReplayCallback
+from connectx_train.trainer import train
 from tests.train.test_teacher import small_model
 from tests.train.test_train_resume import arrays, tiny
-from train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
-from train.teacher import teacher_tensors
-from train.teacher_replay import TeacherReplayCallback
-from train.trainer import train
 
 SMALL = Geometry(4, 5, 3)
 

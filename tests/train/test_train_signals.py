@@ -38,8 +38,8 @@ TEACHER = [
 #: signal finds the run in the phase a test wants (the workers are forked: they are slowed too)
 SLOWED = """
 import sys, time
-import baselines.teacher_labels as labels
-import train.teacher as teacher
+import connectx_baselines.teacher_labels as labels
+import connectx_train.teacher as teacher
 from connectx_gym.cli import main
 
 real_label_chunk, real_batch_losses = labels.label_chunk, teacher.batch_losses
@@ -194,7 +194,7 @@ def test_a_pool_left_by_an_exception_ends_its_workers_at_once() -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from train.run_lock import run_lock
+from connectx_train.run_lock import run_lock
 
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
@@ -228,7 +228,7 @@ def test_a_second_run_into_the_same_folder_is_refused_in_one_line(tmp_path: Path
         holder.kill()
         holder.wait()
     # the lock died with its holder: the folder is free again, no stale marker
-    from train.run_lock import run_lock
+    from connectx_train.run_lock import run_lock
 
     with run_lock(out):
         pass

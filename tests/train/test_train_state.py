@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from train.config import TrainConfig
-from train.curriculum import SELF_LABEL, Curriculum
-from train.state import RunState
+from connectx_train.config import TrainConfig
+from connectx_train.curriculum import SELF_LABEL, Curriculum
+from connectx_train.state import RunState
 
 
 def test_state_round_trips_through_json(tmp_path: Path) -> None:

@@ -13,7 +13,7 @@ from sb3_contrib import MaskablePPO
 from sb3_contrib.common.maskable.utils import get_action_masks, is_masking_supported
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
-from train.vec_env import ConnectXVecEnv
+from connectx_train.vec_env import ConnectXVecEnv
 
 
 def rollout(venv: VecEnv, seed: int, steps: int) -> list:

@@ -19,7 +19,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.export import export_kaggle
+    from connectx_train.export import export_kaggle
 
     path = export_kaggle(args.model, args.output)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): submit it as your Kaggle agent")

@@ -1,12 +1,12 @@
 """``connectx export-onnx MODEL -o agent.onnx``: a trained agent as an ONNX graph (see
-:mod:`train.onnx_export` for its inputs and output)."""
+:mod:`connectx_train.onnx_export` for its inputs and output)."""
 
 from __future__ import annotations
 
 import argparse
 
 from connectx_gym.commands import bounded_int
-from train.export import MAX_CHECK_POSITIONS
+from connectx_train.export import MAX_CHECK_POSITIONS
 
 __all__ = ["add_arguments", "run"]
 
@@ -33,7 +33,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        from train.onnx_export import MASKED_LOGIT, OPSET, export_onnx
+        from connectx_train.onnx_export import MASKED_LOGIT, OPSET, export_onnx
     except ImportError as error:
         raise ImportError(
             f'ONNX export needs the onnx and train extras: pip install "connectx-gym[onnx,train]" '

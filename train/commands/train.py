@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from connectx_gym.commands import CommandError
-from train.config import add_arguments as _add_config_arguments
+from connectx_train.config import add_arguments as _add_config_arguments
 
 __all__ = ["add_arguments", "run"]
 
@@ -19,14 +19,14 @@ EXIT_INTERRUPTED = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_config_arguments(parser)  # train.config needs no torch
+    _add_config_arguments(parser)  # connectx_train.config needs no torch
 
 
 def run(args: argparse.Namespace) -> int:
-    from train.config import TrainConfig, config_from_args
+    from connectx_train.config import TrainConfig, config_from_args
 
     try:
-        from train.trainer import RunInterruptedError, train
+        from connectx_train.trainer import RunInterruptedError, train
     except ImportError as error:
         raise CommandError(
             f'training needs the train extra: pip install "connectx-gym[train]" ({error})'
