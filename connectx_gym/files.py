@@ -119,14 +119,19 @@ def load_weights(path: str | Path) -> WeightsFile:
 def load_file(path: str | Path) -> Any:
     """What the loader of ``path``'s suffix (:data:`FILE_LOADERS`) makes of it: a
     :class:`WeightsFile` or a Kaggle-style agent function."""
-    file = Path(path)
-    if not file.is_file():
-        raise FileNotFoundError(f"no such model or agent file: {file}")
+    file = _existing_file(path)
     loaders = file_loaders()
-    entry_point = loaders.get(file.suffix.lower())
+    suffix = file.resolve().suffix.lower()  # a link is loaded as what it leads to, or refused
+    named = file.suffix.lower()
+    if named in loaders and named != suffix:
+        raise ValueError(
+            f"{file.name} leads to a {suffix or 'suffix-less'} file, not a {named} one: name the "
+            "file itself"
+        )
+    entry_point = loaders.get(suffix)
     if entry_point is None:
         expected = ", ".join(sorted(loaders))
-        raise ValueError(f"unknown model file type {file.suffix!r} of {file}: expected {expected}")
+        raise ValueError(f"unknown model file type {suffix!r} of {file}: expected {expected}")
     if isinstance(entry_point, str):
         module_name, _, attribute = entry_point.partition(":")
         return getattr(importlib.import_module(module_name), attribute)(file)
@@ -136,6 +141,21 @@ def load_file(path: str | Path) -> Any:
         origin = provider(entry_point)
         raise ImportError(f"cannot load {file}: the loader of {origin} fails ({error})") from None
     return loader(file)
+
+
+def _existing_file(path: str | Path) -> Path:
+    """``path`` as a :class:`Path` to an existing file; ``ValueError`` for a name no file system
+    takes (a NUL byte, a part over its length limit), ``FileNotFoundError`` for no such file."""
+    if "\x00" in str(path):
+        raise ValueError(f"a file name cannot hold a NUL byte: {str(path)!r}")
+    file = Path(path)
+    try:
+        found = file.is_file()
+    except OSError as error:  # e.g. a name over 255 bytes
+        raise ValueError(f"cannot read {str(file)[:80]!r}: {error.strerror}") from None
+    if not found:
+        raise FileNotFoundError(f"no such model or agent file: {file}")
+    return file
 
 
 # -- policies -------------------------------------------------------------------------------------

@@ -24,6 +24,10 @@ import difflib
 import functools
 import importlib
 import inspect
+import numbers
+import re
+import types
+import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -41,6 +45,7 @@ __all__ = [
     "MAX_SPEC_LENGTH",
     "PolicyEntry",
     "as_kaggle_agent",
+    "check_spec",
     "list_policies",
     "make_policy",
     "parse_spec",
@@ -197,18 +202,10 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
     if spec.strip() not in registered and _is_path_spec(spec.strip()):
         return make_policy("file", path=spec.strip(), **kwargs)
     name, params = parse_spec(spec)
-    if name not in registered:
-        hint = difflib.get_close_matches(name, list(registered), n=1)
-        maybe = f" Did you mean {hint[0]!r}?" if hint else ""
-        if not _plugin_entries():
-            maybe += " (no installed package registers a policy: pip install -e . again?)"
-        raise ValueError(
-            f"unknown policy {name!r}.{maybe} Registered: {', '.join(list_policies())}"
-        )
-    entry = registered[name]
+    entry = _registered_entry(name, registered)
     factory = entry.load()
     arguments = {**entry.defaults, **params, **kwargs}
-    _check_parameters(name, factory, arguments)
+    _check_parameters(name, factory, arguments, params)
     policy = factory(**arguments)
     if not isinstance(policy, Policy):
         raise TypeError(f"entry point of policy {name!r} returned {policy!r}, not a Policy")
@@ -226,21 +223,83 @@ def _parse_noise(text: str, spec: str) -> float:
     return value
 
 
-def _check_parameters(name: str, factory: Callable[..., Any], arguments: dict[str, Any]) -> None:
-    try:
-        signature = inspect.signature(factory)
-    except (TypeError, ValueError):
-        return
-    parameters = signature.parameters.values()
-    if any(p.kind is p.VAR_KEYWORD for p in parameters):
-        return
-    accepted = {p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
-    unknown = sorted(set(arguments) - accepted)
-    if unknown:
+def check_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``(name, parameters)`` of a ``"name:key=value"`` spec whose policy is registered and takes
+    these parameters, of these kinds, checked without making the policy (nothing is loaded but
+    the factory's module). Raises ``ValueError`` naming what is wrong."""
+    name, params = parse_spec(spec)
+    entry = _registered_entry(name, _entries())
+    _check_parameters(name, entry.load(), {**entry.defaults, **params}, params)
+    return name, params
+
+
+def _registered_entry(name: str, registered: dict[str, PolicyEntry]) -> PolicyEntry:
+    if name not in registered:
+        hint = difflib.get_close_matches(name, list(registered), n=1)
+        maybe = f" Did you mean {hint[0]!r}?" if hint else ""
+        if not _plugin_entries():
+            maybe += " (no installed package registers a policy: pip install -e . again?)"
         raise ValueError(
-            f"policy {name!r} does not take parameter(s) {', '.join(unknown)}; "
-            f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+            f"unknown policy {name!r}.{maybe} Registered: {', '.join(list_policies())}"
         )
+    return registered[name]
+
+
+def _check_parameters(
+    name: str, factory: Callable[..., Any], arguments: dict[str, Any], from_spec: dict[str, Any]
+) -> None:
+    """Refuse arguments the factory does not take, and values written in a spec (``from_spec``:
+    numbers, words, None) of a kind its annotation rules out (``weights=random``)."""
+    try:
+        signature = inspect.signature(factory, eval_str=True)
+    except (NameError, SyntaxError, TypeError, AttributeError):  # annotations it cannot read
+        try:
+            signature = inspect.signature(factory)
+        except (TypeError, ValueError):
+            return
+    except ValueError:
+        return
+    parameters = signature.parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+        accepted = {key for key, p in parameters.items() if p.kind in named}
+        unknown = sorted(set(arguments) - accepted)
+        if unknown:
+            raise ValueError(
+                f"policy {name!r} does not take parameter(s) {', '.join(unknown)}; "
+                f"it takes: {', '.join(sorted(accepted)) or 'none'}"
+            )
+    for key, value in from_spec.items():
+        parameter = parameters.get(key)
+        if parameter is None or parameter.annotation is parameter.empty:
+            continue
+        if value is None and parameter.default is None:
+            continue
+        if not _admits(parameter.annotation, value):
+            written = inspect.formatannotation(parameter.annotation)
+            kind = re.sub(r"\b(?:\w+\.)+(\w+)", r"\1", written)  # without module paths
+            raise ValueError(
+                f"parameter {key} of policy {name!r} takes {kind}, not {value!r}: a spec gives "
+                "only numbers, True/False/None and words"
+            )
+
+
+def _admits(annotation: Any, value: Any) -> bool:
+    """Whether a value read from a spec may be given for ``annotation`` (lenient: numbers pass
+    any numeric annotation, which the factory checks itself; what it cannot tell passes)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(_admits(member, value) for member in typing.get_args(annotation))
+    if origin is typing.Literal:
+        return value in typing.get_args(annotation)
+    kind = origin or annotation
+    if kind is None:
+        kind = type(None)
+    if not isinstance(kind, type) or kind is object:
+        return True  # Any, a TypeVar, a string it could not resolve
+    if isinstance(value, numbers.Number) and issubclass(kind, numbers.Number):
+        return True
+    return isinstance(value, kind)
 
 
 def as_kaggle_agent(

@@ -16,7 +16,7 @@ import pytest
 
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym import weights as weights_module
-from connectx_gym.files import load_weights, save_weights
+from connectx_gym.files import load_file, load_weights, save_weights
 from connectx_gym.weights import WeightsFile, best_legal_column
 from tests.connectx_gym.test_files import random_weights
 
@@ -205,3 +205,45 @@ def test_exported_agent_never_answers_an_illegal_column(tmp_path: Path) -> None:
     config = {"rows": 2, "columns": 3, "inarow": 4}
     assert namespace["agent"]({"board": [0] * 6, "mark": 1}, config) == 0
     assert namespace["agent"]({"board": [1, 0, 0, 2, 0, 0], "mark": 1}, config) == 2
+
+
+def test_a_link_is_loaded_as_what_it_leads_to_or_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``agent.npz`` linking to an SB3 ``.zip`` would unpickle it: the loader is chosen by the
+    file the link leads to, and a name whose suffix differs from it is refused."""
+    model = tmp_path / "model.zip"
+    model.write_bytes(b"PK\x05\x06" + bytes(18))  # an empty zip: no loader may see it
+    link = tmp_path / "agent.npz"
+    link.symlink_to(model)
+    loaded: list[str] = []
+
+    class Recorder:
+        def __init__(self, suffix: str) -> None:
+            self.suffix = suffix
+
+        def load(self) -> Any:
+            return lambda path: loaded.append(self.suffix)
+
+    loaders = {".npz": Recorder(".npz"), ".zip": Recorder(".zip")}
+    monkeypatch.setattr("connectx_gym.files.file_loaders", lambda: loaders)
+    with pytest.raises(ValueError, match=r"agent\.npz leads to a \.zip file, not a \.npz one"):
+        load_file(link)
+    assert loaded == []
+    load_file(model)  # the file itself, by its own name, goes to its own loader
+    assert loaded == [".zip"]
+    monkeypatch.undo()
+    weights = save_weights(random_weights(Geometry(4, 5, 3)), tmp_path / "w.npz")
+    (tmp_path / "same.npz").symlink_to(weights)  # a link to a file of its own suffix loads
+    assert make_policy(str(tmp_path / "same.npz")).weights.geometry == Geometry(4, 5, 3)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [("a\x00b.npz", "NUL byte"), ("x" * 256 + ".npz", "File name too long")],
+)
+def test_names_no_file_system_takes_are_one_value_error(
+    tmp_path: Path, name: str, message: str
+) -> None:
+    with pytest.raises(ValueError, match=message):
+        make_policy(str(tmp_path / name))

@@ -419,3 +419,33 @@ def test_spec_numbers_read_as_written() -> None:
     assert isinstance(params["a"], int)
     with pytest.raises(ValueError, match="bad noise"):
         make_policy("random~0_5")
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("alphabeta:weights=random", r"weights of policy 'alphabeta' takes WindowWeights"),
+        ("minimax:weights=1", r"parameter weights of policy 'minimax' takes WindowWeights"),
+        ("kaggle:random:x=1", r"policy 'kaggle:random' does not take parameter\(s\) x"),
+        ("column:label=3", r"parameter label of policy 'column' takes str, not 3"),
+        ("column:column=left", r"parameter column of policy 'column' takes int, not 'left'"),
+    ],
+)
+def test_spec_values_the_factory_cannot_take_are_refused_before_making(
+    spec: str, message: str
+) -> None:
+    register_policy("column", ColumnPolicy)
+    with pytest.raises(ValueError, match=message):
+        registry_module.check_spec(spec)  # nothing made, no process started
+    with pytest.raises(ValueError, match=message):
+        make_policy(spec)
+
+
+def test_spec_values_of_the_annotated_kinds_pass() -> None:
+    register_policy("column", ColumnPolicy)
+    assert registry_module.check_spec("column:column=2,label=x,scale=1") == (
+        "column",
+        {"column": 2, "label": "x", "scale": 1},
+    )
+    assert make_policy("minimax:weights=None,depth=2").depth == 2
+    assert registry_module.check_spec("solver:fallback=alphabeta,table_bits=None")[0] == "solver"
