@@ -15,7 +15,6 @@ caller's generator.
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ import numpy as np
 from connectx_gym import _vector_kernels
 from connectx_gym._dims import dims_arg
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.plugins import load_entry_point
 from connectx_gym.policy import (
     BATCH_ACTORS,
     IllegalMoveError,
@@ -102,8 +102,7 @@ def batch_actor(policy: Policy) -> BatchActor | None:
     if actor is None:
         return None
     if isinstance(actor, str):
-        module_name, _, attribute = actor.partition(":")
-        actor = getattr(importlib.import_module(module_name), attribute)
+        actor = load_entry_point(actor, f"the batch actor of {key}")
         BATCH_ACTORS[key] = actor
     function = actor
     return lambda batch, rng: function(policy, batch, rng)

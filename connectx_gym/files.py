@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import importlib
 import importlib.util
 import sys
 from collections.abc import Callable
@@ -41,7 +40,7 @@ from threadpoolctl import ThreadpoolController
 
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Board, Geometry
 from connectx_gym.outputs import open_atomically
-from connectx_gym.plugins import LOADERS_GROUP, plugins, provider
+from connectx_gym.plugins import LOADERS_GROUP, load_entry_point, plugins
 from connectx_gym.policy import KaggleAgentPolicy, Policy, agent_exit_error, choose_best
 from connectx_gym.weights import (
     WEIGHTS_FORMAT,
@@ -132,15 +131,7 @@ def load_file(path: str | Path) -> Any:
     if entry_point is None:
         expected = ", ".join(sorted(loaders))
         raise ValueError(f"unknown model file type {suffix!r} of {file}: expected {expected}")
-    if isinstance(entry_point, str):
-        module_name, _, attribute = entry_point.partition(":")
-        return getattr(importlib.import_module(module_name), attribute)(file)
-    try:
-        loader = entry_point.load()
-    except ImportError as error:
-        origin = provider(entry_point)
-        raise ImportError(f"cannot load {file}: the loader of {origin} fails ({error})") from None
-    return loader(file)
+    return load_entry_point(entry_point, f"the {suffix} loader for {file}")(file)
 
 
 def _existing_file(path: str | Path) -> Path:

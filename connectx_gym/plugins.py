@@ -17,21 +17,29 @@ The search agents and the training commands of this distribution come the same w
 ``pyproject.toml``). Entry points appear when the distribution is installed (``pip install -e .``
 again after adding one). A command's one-line help is its module's ``HELP`` string, read from the
 source without importing the module, so ``connectx --help`` imports none of them.
+
+:func:`load_entry_point` is the one place that imports what a ``"module:attr"`` string (a policy,
+a batch actor, a file loader registered in code) or an installed entry point names;
+:func:`check_entry_point` checks such a string's form when it is registered.
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import importlib
 import importlib.machinery
 import importlib.util
 from importlib.metadata import EntryPoint, distributions
+from typing import Any
 
 __all__ = [
     "COMMANDS_GROUP",
     "LOADERS_GROUP",
     "POLICIES_GROUP",
+    "check_entry_point",
     "command_help",
+    "load_entry_point",
     "plugins",
     "provider",
 ]
@@ -69,6 +77,45 @@ def _scan() -> dict[str, dict[str, EntryPoint]]:
 def provider(entry: EntryPoint) -> str:
     """The name of the distribution that declares ``entry`` (for error messages)."""
     return entry.dist.name if entry.dist is not None else entry.module.split(".")[0]
+
+
+def check_entry_point(entry_point: str, what: str) -> None:
+    """Refuse, with a ``ValueError`` naming ``what``, a string that is not ``"module:attr"`` (a
+    dotted module name, one colon, an attribute name)."""
+    module_name, colon, attribute = entry_point.partition(":")
+    names = [*module_name.split("."), attribute]
+    if not colon or ":" in attribute or not all(name.isidentifier() for name in names):
+        raise ValueError(f"entry point of {what} must look like 'module:attr', got {entry_point!r}")
+
+
+def load_entry_point(entry_point: str | EntryPoint, what: str) -> Any:
+    """What ``entry_point`` names, imported now: ``"module:attr"`` (or an installed entry point)
+    gives the attribute, ``"module"`` the module itself.
+
+    Raises an ``ImportError`` of one line naming ``what`` (e.g. ``"policy 'minimax'"``), the entry
+    point, the package that declares it and the reason when the module cannot be imported or has
+    no such attribute.
+    """
+    if isinstance(entry_point, EntryPoint):
+        text, declared = entry_point.value, f" (declared by {provider(entry_point)})"
+        module_name, attribute = entry_point.module, entry_point.attr
+    else:
+        text, declared = entry_point, ""
+        module_name, _, attribute = entry_point.partition(":")
+
+    def failure(reason: str) -> ImportError:
+        return ImportError(f"cannot load {what}: entry point {text!r}{declared} {reason}")
+
+    try:
+        found: Any = importlib.import_module(module_name)
+    except ImportError as error:
+        raise failure(f"cannot be imported: {' '.join(str(error).split())}") from None
+    for name in attribute.split(".") if attribute else []:
+        try:
+            found = getattr(found, name)
+        except AttributeError:
+            raise failure(f"not found: {module_name} has no attribute {attribute}") from None
+    return found
 
 
 @functools.cache

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.plugins import check_entry_point
 
 __all__ = [
     "AgentExitError",
@@ -280,4 +281,6 @@ def register_batch_actor(policy_class: type | str, actor: str | Callable[..., An
     registers its actor, so the core names no agent of a package above it."""
     if isinstance(policy_class, type):
         policy_class = f"{policy_class.__module__}.{policy_class.__qualname__}"
+    if isinstance(actor, str):
+        check_entry_point(actor, f"the batch actor of {policy_class}")
     BATCH_ACTORS[policy_class] = actor

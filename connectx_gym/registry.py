@@ -22,7 +22,6 @@ from __future__ import annotations
 import ast
 import difflib
 import functools
-import importlib
 import inspect
 import numbers
 import re
@@ -30,6 +29,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +38,7 @@ import numpy as np
 from connectx_gym.bitboard import Board
 from connectx_gym.files import file_loaders
 from connectx_gym.numeric import looks_numeric, parse_number
-from connectx_gym.plugins import POLICIES_GROUP, plugins
+from connectx_gym.plugins import POLICIES_GROUP, check_entry_point, load_entry_point, plugins
 from connectx_gym.policy import KaggleAgentPolicy, NoisyPolicy, Policy
 
 __all__ = [
@@ -58,21 +58,24 @@ MAX_SPEC_LENGTH = 1024
 
 @dataclass(frozen=True)
 class PolicyEntry:
-    """A registered policy: its entry point and default parameters."""
+    """A registered policy: its entry point (``"module:attr"``, an installed package's entry point
+    or the factory itself) and default parameters."""
 
     name: str
-    entry_point: str | Callable[..., Policy]
+    entry_point: str | EntryPoint | Callable[..., Policy]
     defaults: dict[str, Any] = field(default_factory=dict)
 
     def load(self) -> Callable[..., Policy]:
         """Import and return the factory behind the entry point."""
         if callable(self.entry_point):
             return self.entry_point
-        module_name, _, attribute = self.entry_point.partition(":")
-        module = importlib.import_module(module_name)
-        factory = getattr(module, attribute, None)
+        factory = load_entry_point(self.entry_point, f"policy {self.name!r}")
         if not callable(factory):
-            raise ImportError(f"entry point {self.entry_point!r} of policy {self.name!r} not found")
+            written = getattr(self.entry_point, "value", self.entry_point)
+            raise ImportError(
+                f"cannot load policy {self.name!r}: entry point {written!r} names a "
+                f"{type(factory).__name__}, not a factory"
+            )
         return factory
 
 
@@ -91,11 +94,7 @@ def register_policy(name: str, entry_point: str | Callable[..., Policy], **defau
     if any(character in name for character in "=,~") or len(name) > MAX_SPEC_LENGTH:
         raise ValueError(f"invalid policy name {name!r}: it may not contain '=', ',' or '~'")
     if isinstance(entry_point, str):
-        module, _, attribute = entry_point.partition(":")
-        if entry_point.count(":") != 1 or not all(
-            part.isidentifier() for part in [*module.split("."), attribute]
-        ):
-            raise ValueError(f"entry point must look like 'module:attr', got {entry_point!r}")
+        check_entry_point(entry_point, f"policy {name!r}")
     elif not callable(entry_point):
         raise TypeError(
             f"entry point of policy {name!r} must be a 'module:attr' string or a callable, "
@@ -110,7 +109,7 @@ def _plugin_entries() -> dict[str, PolicyEntry]:
     entries = {}
     for name, entry in plugins(POLICIES_GROUP).items():
         if entry.attr:
-            entries[name] = PolicyEntry(name, f"{entry.module}:{entry.attr}")
+            entries[name] = PolicyEntry(name, entry)
     return entries
 
 

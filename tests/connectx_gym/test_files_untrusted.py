@@ -207,6 +207,17 @@ def test_exported_agent_never_answers_an_illegal_column(tmp_path: Path) -> None:
     assert namespace["agent"]({"board": [1, 0, 0, 2, 0, 0], "mark": 1}, config) == 2
 
 
+_LOADED: list[str] = []
+
+
+def _record_npz_load(path: Path) -> None:
+    _LOADED.append(".npz")
+
+
+def _record_zip_load(path: Path) -> None:
+    _LOADED.append(".zip")
+
+
 def test_a_link_is_loaded_as_what_it_leads_to_or_refused(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,15 +228,8 @@ def test_a_link_is_loaded_as_what_it_leads_to_or_refused(
     link = tmp_path / "agent.npz"
     link.symlink_to(model)
     loaded: list[str] = []
-
-    class Recorder:
-        def __init__(self, suffix: str) -> None:
-            self.suffix = suffix
-
-        def load(self) -> Any:
-            return lambda path: loaded.append(self.suffix)
-
-    loaders = {".npz": Recorder(".npz"), ".zip": Recorder(".zip")}
+    monkeypatch.setattr(f"{__name__}._LOADED", loaded)
+    loaders = {".npz": f"{__name__}:_record_npz_load", ".zip": f"{__name__}:_record_zip_load"}
     monkeypatch.setattr("connectx_gym.files.file_loaders", lambda: loaders)
     with pytest.raises(ValueError, match=r"agent\.npz leads to a \.zip file, not a \.npz one"):
         load_file(link)
