@@ -165,8 +165,11 @@ def _parse_value(raw: str, key: str) -> Any:
     return value
 
 
-def _is_path_spec(spec: str) -> bool:
-    if spec.lower().endswith(tuple(file_loaders())):
+def _is_path_spec(spec: str, registered: dict[str, PolicyEntry]) -> bool:
+    """Whether ``spec`` names a saved agent: a loader's suffix (unless it reads as a registered
+    policy with parameters, such as ``"mcts:net=runs/x/final.npz"``) or an existing file."""
+    named = spec.split("=", 1)[0].rpartition(":")[0].strip() if "=" in spec else ""
+    if spec.lower().endswith(tuple(file_loaders())) and named not in registered:
         return True
     try:
         return Path(spec).is_file()
@@ -196,9 +199,9 @@ def make_policy(spec: str | Policy | Callable[..., Any], **kwargs: Any) -> Polic
         )
     registered = _entries()
     base, tilde, noise = spec.rpartition("~")
-    if tilde and spec.strip() not in registered and not _is_path_spec(spec.strip()):
+    if tilde and spec.strip() not in registered and not _is_path_spec(spec.strip(), registered):
         return NoisyPolicy(make_policy(base, **kwargs), _parse_noise(noise, spec))
-    if spec.strip() not in registered and _is_path_spec(spec.strip()):
+    if spec.strip() not in registered and _is_path_spec(spec.strip(), registered):
         return make_policy("file", path=spec.strip(), **kwargs)
     name, params = parse_spec(spec)
     entry = _registered_entry(name, registered)

@@ -449,3 +449,17 @@ def test_spec_values_of_the_annotated_kinds_pass() -> None:
     )
     assert make_policy("minimax:weights=None,depth=2").depth == 2
     assert registry_module.check_spec("solver:fallback=alphabeta,table_bits=None")[0] == "solver"
+
+
+def test_a_spec_whose_value_ends_in_a_file_suffix_is_a_spec() -> None:
+    register_policy("column", ColumnPolicy)
+    policy = make_policy("column:column=2,label=runs/x/final.npz")
+    assert isinstance(policy, ColumnPolicy)
+    assert policy.label == "runs/x/final.npz"
+    from connectx_gym.policy import NoisyPolicy
+
+    noisy = make_policy("column:label=agent.py~0.5")
+    assert isinstance(noisy, NoisyPolicy)
+    assert noisy.policy.label == "agent.py"
+    with pytest.raises(FileNotFoundError, match=r"unknown:label=x\.npz"):
+        make_policy("unknown:label=x.npz")  # no such policy: still read as a path

@@ -1,0 +1,203 @@
+"""The loop of a Monte Carlo tree search: budgets, the tree's memory and the network's batches.
+
+:class:`SearchTree` runs the kernels of :mod:`connectx_baselines._mcts_kernels` (compiled or
+plain) under a budget of simulations and seconds. Without a network it runs UCT in chunks timed
+to end near the deadline; with one it gathers a batch of leaves, asks the network for their
+priors in one call and backs them up. numpy and the standard library only: the Kaggle export
+embeds this source in ``main.py``, with the kernels as plain Python.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from connectx_baselines._mcts_kernels import (
+    FLOAT_COLUMNS,
+    INT_COLUMNS,
+    OUTCOME,
+    ROOT,
+    STATE_NODES,
+    STATE_PENDING,
+    STATE_RANDOM,
+    STATE_SIZE,
+    UNKNOWN,
+)
+
+#: The most nodes one search's tree may hold (72 bytes a node): a search stops there.
+MAX_NODES = 1 << 21
+#: Uniform draws taken from the generator at a time (fewer when a search needs fewer).
+RANDOM_DRAWS = 1 << 14
+#: The most UCT simulations run in one compiled call.
+MAX_CHUNK = 1 << 14
+#: Why a search stopped, as ``last_info["stopped"]`` says it.
+STOPPED_SIMULATIONS, STOPPED_TIME, STOPPED_PROVEN, STOPPED_FULL = (
+    "simulations",
+    "time",
+    "proven",
+    "tree full",
+)
+
+
+def bit_indices(rows: int, columns: int, wide: bool) -> np.ndarray:
+    """The bit of each cell, rows from the top (Kaggle's order), in the bitboard's layout:
+    Python integers when the board does not fit in 64 bits (``wide``)."""
+    height = rows + 1
+    rows_from_top = np.arange(rows)[:, None]
+    bits = np.arange(columns)[None, :] * height + (rows - 1 - rows_from_top)
+    return bits.astype(object) if wide else bits.astype(np.int64)
+
+
+def leaf_planes(currents: np.ndarray, masks: np.ndarray, bits: np.ndarray) -> np.ndarray:
+    """``(n, 2, rows, columns)`` float32 planes of ``n`` positions: the mover's discs, then the
+    opponent's (the networks' input)."""
+    own = (currents[:, None, None] >> bits[None]) & 1
+    other = ((currents ^ masks)[:, None, None] >> bits[None]) & 1
+    return np.stack([own, other], axis=1).astype(np.float32)
+
+
+def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Row-wise softmax of ``logits`` over the ``legal`` columns (0 elsewhere)."""
+    shifted = np.where(legal, logits, -np.inf)
+    shifted = shifted - shifted.max(axis=1, keepdims=True)
+    weights = np.where(legal, np.exp(shifted), 0.0)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+class SearchTree:
+    """A reusable tree for one board size, searched by :meth:`search`.
+
+    ``kernels`` is the kernels module (or anything with its functions), ``dims`` the board's
+    dimensions as the kernels take them, ``order`` the columns centre first.
+    """
+
+    def __init__(
+        self, kernels: Any, dims: Any, rows: int, columns: int, order: np.ndarray, wide: bool
+    ) -> None:
+        self.kernels, self.dims, self.order = kernels, dims, order
+        self.columns, self.cells = columns, rows * columns
+        self.bits = bit_indices(rows, columns, wide)
+        self.position_dtype: Any = object if wide else np.int64
+        # Untouched pages of np.zeros cost no memory: a tree takes what its searches use.
+        self.ints = np.zeros((MAX_NODES, INT_COLUMNS), dtype=np.int64)
+        self.floats = np.zeros((MAX_NODES, FLOAT_COLUMNS), dtype=np.float64)
+        self.state = np.zeros(STATE_SIZE, dtype=np.int64)
+        self.randoms = np.zeros(0)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.state[STATE_NODES])
+
+    def _draws(self, needed: int, rng: np.random.Generator) -> None:
+        """At least ``needed`` unused uniform draws in ``randoms``."""
+        if int(self.state[STATE_RANDOM]) + needed > len(self.randoms):
+            self.randoms = rng.random(max(needed, RANDOM_DRAWS))
+            self.state[STATE_RANDOM] = 0
+
+    def search(
+        self,
+        current: int,
+        mask: int,
+        moves: int,
+        rng: np.random.Generator,
+        simulations: int | None,
+        seconds: float | None,
+        exploration: float,
+        rollouts: int,
+        evaluate: Callable[[np.ndarray], np.ndarray] | None = None,
+        batch: int = 8,
+    ) -> dict[str, Any]:
+        """Search the position ``current``, ``mask`` (``moves`` stones, not over) until
+        ``simulations`` are run or ``seconds`` pass (at least one simulation either way), the
+        root is proven or the tree is full. UCT with random rollouts when ``evaluate`` is None;
+        else PUCT whose priors are the softmax of ``evaluate(planes) -> logits``, ``batch``
+        leaves a call. Returns the visits and proven outcomes of the root's moves by column,
+        the simulations run and why it stopped."""
+        start = time.perf_counter()
+        deadline = math.inf if seconds is None else start + seconds
+        target = math.inf if simulations is None else simulations
+        k = self.kernels
+        k.new_tree(self.ints, self.floats, self.state)
+        run, stopped = 0, STOPPED_SIMULATIONS
+        step_seconds = 0.0  # the last step's time: a chunk's per simulation, or a batch's
+        while run < target:
+            if self.ints[ROOT, OUTCOME] != UNKNOWN:
+                stopped = STOPPED_PROVEN
+                break
+            chunk = int(min(target - run, MAX_CHUNK if evaluate is None else batch))
+            if run and seconds is not None:
+                # a step that would most likely pass the deadline is not begun
+                left = deadline - time.perf_counter()
+                if evaluate is None:
+                    chunk = min(chunk, int(0.5 * left / max(step_seconds, 1e-9)))
+                if chunk < 1 or (evaluate is not None and 1.25 * step_seconds > left):
+                    stopped = STOPPED_TIME
+                    break
+            elif seconds is not None and evaluate is None:
+                chunk = min(chunk, 16)  # a first chunk, to time the next
+            if self.nodes + self.columns > MAX_NODES:
+                stopped = STOPPED_FULL
+                break
+            self._draws(rollouts * self.cells * (1 + min(chunk, 64)), rng)
+            began = time.perf_counter()
+            if evaluate is None:
+                done = k.uct_run(
+                    current, mask, moves, chunk, exploration, rollouts, self.ints, self.floats,
+                    self.state, self.randoms, self.order, self.dims,
+                )  # fmt: skip
+            else:
+                done = self._batch(current, mask, moves, chunk, exploration, rollouts, evaluate)
+            if not done:  # cannot happen with room and draws for a simulation; never spin
+                stopped = STOPPED_FULL
+                break
+            run += int(done)
+            step_seconds = time.perf_counter() - began
+            if evaluate is None:
+                step_seconds /= int(done)
+        if self.ints[ROOT, OUTCOME] != UNKNOWN:
+            stopped = STOPPED_PROVEN
+        visits = np.full(self.columns, np.nan)
+        outcomes = np.full(self.columns, UNKNOWN, dtype=np.int64)
+        k.root_visits(self.ints, visits)
+        k.root_outcomes(self.ints, outcomes)
+        return {
+            "visits": visits,
+            "outcomes": outcomes,
+            "simulations": run,
+            "stopped": stopped,
+            "nodes": self.nodes,
+            "seconds": time.perf_counter() - start,
+        }
+
+    def _batch(
+        self,
+        current: int,
+        mask: int,
+        moves: int,
+        batch: int,
+        exploration: float,
+        rollouts: int,
+        evaluate: Callable[[np.ndarray], np.ndarray],
+    ) -> int:
+        """One batch of PUCT simulations: gather leaves, evaluate them together, back them up."""
+        k = self.kernels
+        leaves = np.zeros(batch, dtype=np.int64)
+        currents = np.zeros(batch, dtype=self.position_dtype)
+        masks = np.zeros(batch, dtype=self.position_dtype)
+        values = np.zeros(batch)
+        done = k.gather_leaves(
+            current, mask, moves, batch, exploration, rollouts, self.ints, self.floats,
+            self.state, self.randoms, self.order, self.dims, leaves, currents, masks, values,
+        )  # fmt: skip
+        pending = int(self.state[STATE_PENDING])
+        if pending:
+            planes = leaf_planes(currents[:pending], masks[:pending], self.bits)
+            legal = planes[:, :, 0, :].sum(axis=1) == 0  # top cell empty
+            logits = np.asarray(evaluate(planes), dtype=np.float64)
+            priors = masked_softmax(logits, legal)
+            k.finish_leaves(pending, leaves, priors, values, self.ints, self.floats)
+        return int(done) + pending

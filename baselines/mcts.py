@@ -1,0 +1,206 @@
+"""Monte Carlo tree search as a policy (``"mcts"``), with random rollouts or a network's priors.
+
+The search is the usual loop (select, expand, evaluate, back up) over a tree kept in arrays
+(:mod:`connectx_baselines._mcts_kernels`, numba-compiled on boards of up to 64 bits), with the
+evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
+
+* without ``net``: UCT (``Q + uct_c sqrt(ln N / n)``) whose leaves are scored by random games
+  played to the end;
+* with ``net`` (a network: ``"ppo"`` or a weights file such as ``runs/x/final.npz``): PUCT
+  (``Q + c_puct P sqrt(N) / (1 + n)``) whose priors ``P`` are the softmax of the network's
+  logits, the network asked for a batch of leaves at a time (descents in a batch steer apart by
+  virtual losses). The weights-only format holds the policy's logits and no value head, so the
+  leaves are still scored by random games.
+
+Both prove what they can (MCTS-Solver): a move that wins, fills the board or lets the opponent
+win at once is proven when its node is made, and proofs climb the tree, so a win in one is
+always taken and a loss in one blocked when a block exists. The move played is the most visited
+(a proven win first, a proven loss last), ties broken by the caller's generator.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from connectx_baselines import _mcts_kernels as layout
+from connectx_baselines._checks import require_seconds
+from connectx_baselines._layout import center_order
+from connectx_baselines._mcts_search import SearchTree
+from connectx_gym._dims import dims_arg
+from connectx_gym._jit import backend
+from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.deadline import time_left
+from connectx_gym.files import NumpyNetPolicy, one_blas_thread
+from connectx_gym.forward import forward_layers
+from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
+from connectx_gym.weights import WeightsFile
+
+__all__ = ["DEFAULT_SIMULATIONS", "PROVEN_BONUS", "MCTSPolicy"]
+
+#: Simulations a move runs when neither ``simulations`` nor ``time_budget`` is given.
+DEFAULT_SIMULATIONS = 1000
+#: What :meth:`MCTSPolicy.scores` adds to a proven win's visits (and takes from a proven loss's).
+PROVEN_BONUS = 1e12
+
+
+def _require_positive(name: str, value: Any) -> float:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float, np.integer, np.floating))
+        or not np.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+    return float(value)
+
+
+def load_network(net: str) -> tuple[WeightsFile, str]:
+    """The weights of the network ``net`` names (a registered network such as ``"ppo"``, or a
+    weights file) and its name; ``ValueError`` when ``net`` is not a network."""
+    from connectx_gym.registry import make_policy
+
+    if not isinstance(net, str) or not net.strip():
+        raise ValueError(f"net must name a network ('ppo' or a weights file), got {net!r}")
+    policy = make_policy(net)
+    if not isinstance(policy, NumpyNetPolicy):
+        raise ValueError(f"net={net!r} is not a network (a .npz or .zip model, or 'ppo')")
+    return policy.weights, policy.name
+
+
+class MCTSPolicy(Policy):
+    """Monte Carlo tree search (``"mcts"``): UCT with random rollouts, or PUCT with a network.
+
+    Args:
+        simulations: simulations a move runs, >= 1 (default :data:`DEFAULT_SIMULATIONS` when no
+            ``time_budget`` is given, else no count).
+        time_budget: seconds a move may take (the search stops before a simulation or batch
+            that would pass it; numba's one-off compilation for a new board size happens before
+            the clock starts). A move under a time budget alone is not reproducible (how far
+            the search gets depends on the machine); under ``simulations`` alone it is, given
+            the generator.
+        net: a network for the priors (``"ppo"``, a ``.npz`` weights file, an SB3 ``.zip``);
+            it plays only the board size it was trained on.
+        uct_c: UCT's exploration constant (without ``net``; default 2).
+        c_puct: PUCT's exploration constant (with ``net``; default 4).
+        rollouts: random games that score each leaf, >= 1 (default 1).
+        batch: leaves the network scores in one call, >= 1 (with ``net``; default 8).
+    """
+
+    name = "mcts"
+
+    def __init__(
+        self,
+        simulations: int | None = None,
+        time_budget: float | None = None,
+        net: str | None = None,
+        uct_c: float | None = None,
+        c_puct: float | None = None,
+        rollouts: int = 1,
+        batch: int | None = None,
+    ) -> None:
+        super().__init__()
+        if simulations is not None:
+            simulations = require_depth("simulations", simulations)
+        self.time_budget = require_seconds("time_budget", time_budget)
+        if simulations is None and self.time_budget is None:
+            simulations = DEFAULT_SIMULATIONS
+        self.simulations = simulations
+        self.rollouts = require_depth("rollouts", rollouts)
+        if net is None:
+            for option, value in (("c_puct", c_puct), ("batch", batch)):
+                if value is not None:
+                    raise ValueError(f"{option} applies to a search with a network (net=...)")
+            self.exploration = _require_positive("uct_c", 2.0 if uct_c is None else uct_c)
+            self.batch = 1
+        else:
+            if uct_c is not None:
+                raise ValueError("uct_c applies to a search without a network: use c_puct")
+            self.exploration = _require_positive("c_puct", 4.0 if c_puct is None else c_puct)
+            self.batch = require_depth("batch", 8 if batch is None else batch)
+        self.net = net
+        self.weights: WeightsFile | None = None
+        if net is not None:
+            self.weights, net_name = load_network(net)
+            self.name = f"mcts({net_name})"
+        self._trees: dict[Geometry, SearchTree] = {}
+        # Load the compiled kernels for the usual board now, not inside a timed first move
+        # (other sizes load on their first move, before its clock starts).
+        self._tree(Geometry() if self.weights is None else self.weights.geometry)
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_trees"] = {}  # rebuilt on use: no need to copy a tree of megabytes
+        return state
+
+    def _evaluate(self, planes: np.ndarray) -> np.ndarray:
+        assert self.weights is not None
+        with one_blas_thread():
+            return forward_layers(
+                self.weights.layers, self.weights.params, planes, kernels=self.weights.kernels
+            )
+
+    def _tree(self, geometry: Geometry) -> SearchTree:
+        tree = self._trees.get(geometry)
+        if tree is None:
+            g = geometry
+            kernels = backend("connectx_baselines._mcts_kernels", g)
+            tree = SearchTree(
+                kernels, dims_arg(g), g.rows, g.columns, center_order(g.columns), not g.fits_64_bits
+            )
+            # Compile (or load) the kernels before any clock starts: a small search of both kinds.
+            warm = np.random.default_rng(0)
+            tree.search(0, 0, 0, warm, 2, None, 1.0, 1)
+            tree.search(0, 0, 0, warm, 2, None, 1.0, 1, lambda planes: planes[:, 0, 0], 2)
+            self._trees[g] = tree
+        return tree
+
+    def search(self, board: Board, rng: np.random.Generator) -> dict[str, Any]:
+        """Search ``board`` (not over): the root moves' visits and proven outcomes by column,
+        the simulations run, the nodes, the seconds and why it stopped."""
+        require_playable(board)
+        g = board.geometry
+        if self.weights is not None and g != self.weights.geometry:
+            raise ValueError(
+                f"{self.name}'s network was trained on {self.weights.geometry!r}, not {g!r}"
+            )
+        tree = self._tree(g)
+        seconds = self.time_budget
+        outer = time_left()  # the caller's deadline (connectx serve's requests), if any
+        if outer is not None:
+            seconds = outer if seconds is None else min(seconds, outer)
+        evaluate = None if self.weights is None else self._evaluate
+        return tree.search(
+            board.current, board.mask, board.moves, rng, self.simulations, seconds,
+            self.exploration, self.rollouts, evaluate, self.batch,
+        )  # fmt: skip
+
+    def scores(self, board: Board, rng: np.random.Generator | None = None) -> np.ndarray:
+        """The root moves' visits (NaN for full columns), a proven win raised and a proven
+        loss lowered by :data:`PROVEN_BONUS`; the search draws from ``rng`` (seed 0 if None)."""
+        found = self.search(board, np.random.default_rng(0) if rng is None else rng)
+        self.last_info = {key: found[key] for key in ("simulations", "nodes", "seconds")}
+        self.last_info["stopped"] = found["stopped"]
+        outcomes = found["outcomes"]
+        bonus = np.where(outcomes == layout.WIN, PROVEN_BONUS, 0.0)
+        bonus -= np.where(outcomes == layout.LOSS, PROVEN_BONUS, 0.0)
+        return found["visits"] + bonus
+
+    def act(self, board: Board, rng: np.random.Generator) -> int:
+        scores = self.scores(board, rng)
+        column = choose_best(scores, rng)
+        self.last_info["visits"] = float(scores[column])
+        return column
+
+    def __repr__(self) -> str:
+        parts = []
+        if self.simulations is not None:
+            parts.append(f"simulations={self.simulations}")
+        if self.time_budget is not None:
+            parts.append(f"time_budget={self.time_budget}")
+        if self.net is not None:
+            parts += [f"net={self.net!r}", f"c_puct={self.exploration}", f"batch={self.batch}"]
+        else:
+            parts.append(f"uct_c={self.exploration}")
+        return f"MCTSPolicy({', '.join(parts)}, rollouts={self.rollouts})"

@@ -1,0 +1,231 @@
+"""Monte Carlo tree search (``mcts``): legal and reproducible play on any board, wins and blocks
+in one, its budgets, its parameters, its strength against minimax, and the network variant."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from connectx_baselines import _mcts_kernels as kernels
+from connectx_baselines.mcts import MCTSPolicy
+from connectx_gym import Board, Geometry, make_policy
+from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
+from connectx_gym.match import play_match
+from connectx_gym.registry import parse_spec
+
+
+def random_board(geometry: Geometry, rng: np.random.Generator, plies: int) -> Board:
+    """A position ``plies`` random moves (or fewer, to stay unfinished) into a game."""
+    board = Board(geometry, 0, 0, 0)
+    for _ in range(plies):
+        following = board.play(int(rng.choice(board.legal_moves())))
+        if following.is_terminal():
+            break
+        board = following
+    return board
+
+
+@pytest.mark.parametrize(
+    ("rows", "columns", "inarow"),
+    [(6, 7, 4), (5, 4, 3), (1, 5, 2), (3, 1, 2), (4, 9, 4), (9, 7, 4)],  # 9x7: beyond 64 bits
+)
+def test_legal_moves_on_any_board(rows: int, columns: int, inarow: int) -> None:
+    geometry = Geometry(rows, columns, inarow)
+    policy = make_policy("mcts:simulations=60")
+    rng = np.random.default_rng(rows * columns)
+    for plies in range(0, geometry.cells, max(1, geometry.cells // 6)):
+        board = random_board(geometry, rng, plies)
+        if board.is_terminal():
+            continue
+        assert board.can_play(policy.act(board, rng))
+        assert policy.last_info["simulations"] <= 60
+
+
+def test_deterministic_given_the_seed() -> None:
+    rng = np.random.default_rng(5)
+    boards = [random_board(Geometry(), rng, plies) for plies in (0, 5, 11, 20)]
+    for spec in ("mcts:simulations=300", "mcts:net=ppo,simulations=24"):
+        first, again = make_policy(spec), make_policy(spec)
+        for board in boards:
+            scores = first.scores(board, np.random.default_rng(9))
+            assert np.array_equal(scores, again.scores(board, np.random.default_rng(9)), True)
+            for seed in (1, 2):
+                move = first.act(board, np.random.default_rng(seed))
+                assert move == again.act(board, np.random.default_rng(seed))
+
+
+def test_plays_a_seeded_match_the_same_twice() -> None:
+    first = play_match("mcts:simulations=200", "random", games=2, seed=4)
+    again = play_match("mcts:simulations=200", "random", games=2, seed=4)
+    assert [r.moves for r in first.records] == [r.moves for r in again.records]
+
+
+# The mover (X) wins at once: a vertical four in column 0; a row of four at 1 or 5.
+WIN_IN_ONE = [(0, 1, 0, 1, 0, 6), (3, 3, 4, 4, 2, 2)]
+# The opponent (X) threatens to win in column 6 (a vertical three) or 3 (a bottom row): one
+# block each.
+BLOCKS = [((6, 0, 6, 1, 6), 6), ((0, 6, 1, 6, 2), 3)]
+
+
+@pytest.mark.parametrize("spec", ["mcts:simulations=1", "mcts:net=ppo,simulations=1"])
+@pytest.mark.parametrize("moves", WIN_IN_ONE)
+def test_takes_a_win_in_one(spec: str, moves: tuple[int, ...]) -> None:
+    board = Board.from_moves(Geometry(), moves)
+    winning = [c for c in board.legal_moves() if board.is_winning_move(c)]
+    assert winning
+    policy = make_policy(spec)
+    for seed in range(5):
+        assert policy.act(board, np.random.default_rng(seed)) in winning
+    assert policy.last_info["stopped"] == "proven"
+
+
+@pytest.mark.parametrize("spec", ["mcts:simulations=1", "mcts:net=ppo,simulations=1"])
+@pytest.mark.parametrize(("moves", "block"), BLOCKS)
+def test_blocks_a_loss_in_one(spec: str, moves: tuple[int, ...], block: int) -> None:
+    board = Board.from_moves(Geometry(), moves)
+    assert board.play(0 if block else 1).is_winning_move(block)  # the threat is real
+    assert not any(board.is_winning_move(c) for c in board.legal_moves())
+    policy = make_policy(spec)
+    scores = policy.scores(board)
+    assert np.flatnonzero(scores > -1e11).tolist() == [block]  # every other move proven lost
+    for seed in range(5):
+        assert policy.act(board, np.random.default_rng(seed)) == block
+
+
+def test_a_lost_position_still_answers_a_legal_move() -> None:
+    # X's bottom row 2, 3, 4 wins at 1 and at 5: O cannot block both, every move is lost.
+    board = Board.from_moves(Geometry(), (2, 2, 3, 3, 4))
+    policy = make_policy("mcts:simulations=50")
+    scores = policy.scores(board)
+    assert (scores[~np.isnan(scores)] < -1e11).all()
+    assert policy.last_info["stopped"] == "proven"
+    assert board.can_play(policy.act(board, np.random.default_rng(0)))
+
+
+@pytest.mark.parametrize("spec", ["mcts:time_budget=0.1", "mcts:net=ppo,time_budget=0.1"])
+def test_respects_its_time_budget(spec: str) -> None:
+    policy = make_policy(spec)
+    rng = np.random.default_rng(0)
+    for plies in (0, 6, 14):
+        board = random_board(Geometry(), rng, plies)
+        started = time.perf_counter()
+        assert board.can_play(policy.act(board, rng))
+        elapsed = time.perf_counter() - started
+        assert elapsed < 0.1 + 0.15  # a generous margin for a loaded machine
+        if policy.last_info["stopped"] == "time":
+            assert policy.last_info["simulations"] >= 1
+
+
+@pytest.mark.parametrize("simulations", [1, 7, 100, 1000])
+def test_simulation_counts_are_honoured(simulations: int) -> None:
+    for spec in (f"mcts:simulations={simulations}", f"mcts:net=ppo,simulations={simulations}"):
+        if "net" in spec and simulations > 100:
+            continue
+        policy = make_policy(spec)
+        policy.act(Board.empty(), np.random.default_rng(0))
+        assert policy.last_info["simulations"] == simulations
+        assert policy.last_info["stopped"] == "simulations"
+        root_visits = np.nansum(policy.scores(Board.empty(), np.random.default_rng(0)))
+        assert root_visits == simulations - 1  # the first simulation expands the root
+
+
+def test_default_budget() -> None:
+    assert make_policy("mcts").simulations == 1000
+    timed = make_policy("mcts:time_budget=0.2")
+    assert timed.simulations is None
+    assert timed.time_budget == 0.2
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("mcts:simulations=0", "simulations must be an integer >= 1"),
+        ("mcts:simulations=2.5", "simulations"),
+        ("mcts:time_budget=0", "time_budget must be a finite number of seconds > 0"),
+        ("mcts:time_budget=nan", "time_budget"),
+        ("mcts:uct_c=-1", "uct_c must be a finite number > 0"),
+        ("mcts:rollouts=0", "rollouts must be an integer >= 1"),
+        ("mcts:c_puct=1", "c_puct applies to a search with a network"),
+        ("mcts:batch=4", "batch applies to a search with a network"),
+        ("mcts:net=ppo,uct_c=1", "uct_c applies to a search without a network"),
+        ("mcts:net=ppo,c_puct=inf", "c_puct must be a finite number > 0"),
+        ("mcts:net=ppo,batch=0", "batch must be an integer >= 1"),
+        ("mcts:net=random", "is not a network"),
+        ("mcts:depth=3", "does not take parameter"),
+    ],
+)
+def test_parameter_errors(spec: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        make_policy(spec)
+    assert "\n" not in str(error.value)
+
+
+def test_a_missing_network_file_is_named() -> None:
+    with pytest.raises(FileNotFoundError, match=r"nothing\.npz"):
+        make_policy("mcts:net=runs/nothing/nothing.npz,simulations=5")
+
+
+def test_the_network_plays_only_its_board_size() -> None:
+    policy = make_policy("mcts:net=ppo,simulations=5")
+    with pytest.raises(ValueError, match="trained on"):
+        policy.act(Board(Geometry(5, 4, 3), 0, 0, 0), np.random.default_rng(0))
+
+
+def test_a_network_path_in_a_spec(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert parse_spec("mcts:net=runs/connectx/final.npz,simulations=400") == (
+        "mcts",
+        {"net": "runs/connectx/final.npz", "simulations": 400},
+    )
+    (tmp_path / "runs" / "connectx").mkdir(parents=True)
+    save_weights(load_weights(SHIPPED_WEIGHTS["ppo"]), tmp_path / "runs/connectx/final.npz")
+    monkeypatch.chdir(tmp_path)
+    policy = make_policy("mcts:net=runs/connectx/final.npz,simulations=400")
+    assert isinstance(policy, MCTSPolicy)
+    assert policy.simulations == 400
+    board = Board.from_moves(Geometry(), (3, 3))
+    assert board.can_play(policy.act(board, np.random.default_rng(0)))
+    assert policy.last_info["simulations"] == 400
+    # a spec that ends in the file's suffix is still the spec, not a file of that name
+    ending = make_policy("mcts:simulations=8,net=runs/connectx/final.npz")
+    assert isinstance(ending, MCTSPolicy)
+
+
+def test_as_an_env_opponent() -> None:
+    gymnasium = pytest.importorskip("gymnasium")
+    import connectx_gym  # noqa: F401 - registers ConnectX-v0
+
+    for spec in ("mcts:simulations=50", "mcts:net=ppo,time_budget=0.05"):
+        env = gymnasium.make("ConnectX-v0", opponent=spec)
+        _, info = env.reset(seed=1)
+        done = False
+        while not done:
+            legal = np.flatnonzero(info["action_mask"])
+            _, _, terminated, truncated, info = env.step(int(legal[0]))
+            done = terminated or truncated
+        env.close()
+
+
+def test_the_kernels_prove_children_when_expanded() -> None:
+    geometry = Geometry()
+    tree = make_policy("mcts:simulations=1")._tree(geometry)
+    board = Board.from_moves(geometry, BLOCKS[0][0])
+    tree.search(board.current, board.mask, board.moves, np.random.default_rng(0), 1, None, 2.0, 1)
+    first, count = tree.ints[0, kernels.FIRST_CHILD], tree.ints[0, kernels.CHILDREN]
+    outcomes = dict(
+        zip(
+            tree.ints[first : first + count, kernels.COLUMN].tolist(),
+            tree.ints[first : first + count, kernels.OUTCOME].tolist(),
+            strict=True,
+        )
+    )
+    assert outcomes == {c: kernels.LOSS if c != 6 else kernels.UNKNOWN for c in range(7)}
+
+
+def test_beats_minimax_depth_3() -> None:
+    """1000 simulations against the tutorial's 3-ply lookahead, from two-ply openings."""
+    result = play_match("mcts:simulations=1000", "minimax:depth=3", games=12, seed=0)
+    assert result.illegal_a == result.illegal_b == 0
+    assert result.wins >= 9, (result.wins, result.draws, result.losses)
