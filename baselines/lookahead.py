@@ -17,19 +17,16 @@ from __future__ import annotations
 import numpy as np
 
 from connectx_baselines._checks import require_depth_fits
+from connectx_baselines._geometry_cache import GeometryCache
 from connectx_baselines._layout import (
     STAT_NODES,
     center_order,
-    new_frames,
-    new_state,
     node_chunk,
     restart,
     run_in_chunks,
 )
 from connectx_baselines.heuristic import MINIMAX_WEIGHTS, ONESTEP_WEIGHTS, WindowWeights
-from connectx_gym._dims import dims_arg
-from connectx_gym._jit import backend
-from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.bitboard import Board
 from connectx_gym.policy import (
     Policy,
     choose_best,
@@ -39,29 +36,6 @@ from connectx_gym.policy import (
 )
 
 __all__ = ["MinimaxPolicy", "OneStepPolicy", "center_order"]
-
-
-class _GeometryCache:
-    """Per-geometry kernel module and arguments, built on first use."""
-
-    def __init__(self, weights: WindowWeights, kernels: str) -> None:
-        self.weights = weights
-        self.kernels = kernels
-        self._entries: dict[Geometry, tuple] = {}
-
-    def get(self, geometry: Geometry) -> tuple:
-        entry = self._entries.get(geometry)
-        if entry is None:
-            own, other = self.weights.arrays(geometry.inarow)
-            entry = (
-                backend(self.kernels, geometry),
-                own,
-                other,
-                center_order(geometry.columns),
-                dims_arg(geometry),
-            )
-            self._entries[geometry] = entry
-        return entry
 
 
 class OneStepPolicy(Policy):
@@ -76,7 +50,7 @@ class OneStepPolicy(Policy):
     def __init__(self, weights: WindowWeights | None = None) -> None:
         super().__init__()
         self.weights = weights or ONESTEP_WEIGHTS
-        self._cache = _GeometryCache(self.weights, "connectx_baselines._minimax")
+        self._cache = GeometryCache("connectx_baselines._minimax", self.weights)
 
     def scores(self, board: Board) -> np.ndarray:
         """The heuristic after each column (NaN for full columns; all NaN once the game is over)."""
@@ -84,7 +58,7 @@ class OneStepPolicy(Policy):
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        kernels, own, other, _, d = self._cache.get(g)
+        kernels, _, d, own, other = self._cache.get(g)
         kernels.onestep_scores(board.current, board.mask, own, other, d, out)
         return out
 
@@ -114,8 +88,7 @@ class MinimaxPolicy(Policy):
         super().__init__()
         self.depth = require_depth("depth", depth)
         self.weights = weights or MINIMAX_WEIGHTS
-        self._cache = _GeometryCache(self.weights, "connectx_baselines._resumable")
-        self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cache = GeometryCache("connectx_baselines._resumable", self.weights)
 
     def _search(self, board: Board, exact: bool) -> np.ndarray:
         g = board.geometry
@@ -123,10 +96,8 @@ class MinimaxPolicy(Policy):
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        kernels, own, other, order, d = self._cache.get(g)
-        if g not in self._stacks:  # reused: allocating them costs as much as a short search
-            self._stacks[g] = (*new_frames(self.depth, g), new_state())
-        frames, bounds, state = self._stacks[g]
+        kernels, order, d, own, other = self._cache.get(g)
+        frames, bounds, state = self._cache.stack(g, self.depth)
         restart(state)
         current, mask, depth = board.current, board.mask, self.depth
 

@@ -12,17 +12,9 @@ from __future__ import annotations
 import numpy as np
 
 from connectx_baselines._checks import require_depth_fits
-from connectx_baselines._layout import (
-    center_order,
-    new_frames,
-    new_state,
-    node_chunk,
-    restart,
-    run_in_chunks,
-)
-from connectx_gym._dims import dims_arg
-from connectx_gym._jit import Backend, backend
-from connectx_gym.bitboard import Board, Geometry
+from connectx_baselines._geometry_cache import GeometryCache
+from connectx_baselines._layout import node_chunk, restart, run_in_chunks
+from connectx_gym.bitboard import Board
 from connectx_gym.policy import (
     Policy,
     choose_best,
@@ -46,8 +38,7 @@ class NegamaxPolicy(Policy):
     def __init__(self, depth: int = 4) -> None:
         super().__init__()
         self.depth = require_depth("depth", depth)
-        self._kernels: dict[Geometry, tuple[Backend, np.ndarray, np.ndarray | tuple]] = {}
-        self._stacks: dict[Geometry, tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
+        self._cache = GeometryCache("connectx_baselines._resumable")
 
     def scores(self, board: Board) -> np.ndarray:
         """Per-column scores in {-1, 0, 1} (NaN for full columns; all NaN once the game is over)."""
@@ -56,16 +47,8 @@ class NegamaxPolicy(Policy):
         out = np.full(g.columns, np.nan)
         if board.is_terminal():
             return out
-        if g not in self._kernels:
-            self._kernels[g] = (
-                backend("connectx_baselines._resumable", g),
-                center_order(g.columns),
-                dims_arg(g),
-            )
-        kernels, order, d = self._kernels[g]
-        if g not in self._stacks:  # reused: allocating them costs as much as a short search
-            self._stacks[g] = (*new_frames(self.depth, g), new_state())
-        frames, bounds, state = self._stacks[g]
+        kernels, order, d, _, _ = self._cache.get(g)
+        frames, bounds, state = self._cache.stack(g, self.depth)
         restart(state)
         current, mask, depth = board.current, board.mask, self.depth
 
