@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from connectx_gym.commands import CommandError, bounded_int, positive_float
+from connectx_gym.serve import MAX_MOVE_TIMEOUT
 
 __all__ = ["add_arguments", "run"]
 
@@ -32,32 +33,69 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--move-timeout",
-        type=positive_float,
+        type=move_timeout,
         default=15.0,
-        help="seconds a request waits for a search before a 503 answer (15)",
+        help=f"seconds a request waits for a search before a 503 answer (15; at most "
+        f"{MAX_MOVE_TIMEOUT:g})",
     )
+    parser.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also answer pages at ORIGIN (scheme://host[:port]) and requests addressed to its "
+        "host; repeatable (default: only this machine's names, the --host address and the "
+        "page's own origin)",
+    )
+
+
+def move_timeout(text: str) -> float:
+    """An argparse type: seconds in (0, MAX_MOVE_TIMEOUT]."""
+    value = positive_float(text)
+    if value > MAX_MOVE_TIMEOUT:
+        raise argparse.ArgumentTypeError(f"must be <= {MAX_MOVE_TIMEOUT:g} seconds, got {text}")
+    return value
+
+
+move_timeout.__name__ = "number"
 
 
 def run(args: argparse.Namespace) -> int:
     from connectx_gym.serve import create_app
+    from connectx_gym.serve.access import normal_origin
     from connectx_gym.serve.app import patient
 
     if args.models is not None and not Path(args.models).is_dir():
         raise CommandError(f"--models {args.models}: not a directory")
-    app = create_app(args.opponent, models=args.models, move_timeout=args.move_timeout)
+    for origin in args.allow_origin:
+        try:
+            normal_origin(origin)
+        except ValueError as error:
+            raise CommandError(f"--allow-origin: {error}") from None
+    app = create_app(
+        args.opponent,
+        models=args.models,
+        move_timeout=args.move_timeout,
+        host=args.host,
+        allow_origins=args.allow_origin,
+    )
     from werkzeug.serving import run_simple
 
     from connectx_gym.serve.app import close_app
+    from connectx_gym.serve.server import request_handler
 
     try:
         with patient(app, WARM_UP_SECONDS):
             _warm_up(app, args.opponent)
         if args.host not in ("127.0.0.1", "localhost", "::1"):
-            print(f"warning: listening on {args.host}: anyone who reaches it can use the page")
+            print(
+                f"warning: listening on {args.host}: anyone who reaches it can use the page "
+                f"(by the names localhost, 127.0.0.1, {args.host} and the --allow-origin hosts)"
+            )
         print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
         # Ctrl-C ends run_simple; every other thread is a daemon and the agents' processes are
         # killed here, so nothing keeps the process alive after it.
-        run_simple(args.host, args.port, app, threaded=True)
+        run_simple(args.host, args.port, app, threaded=True, request_handler=request_handler())
     finally:
         close_app(app)
     return 0

@@ -19,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +30,8 @@ from werkzeug.exceptions import HTTPException
 from connectx_gym.bitboard import Board
 from connectx_gym.deadline import DeadlineExceededError
 from connectx_gym.registry import list_policies
+from connectx_gym.serve import MAX_MOVE_TIMEOUT
+from connectx_gym.serve.access import RequestGuard
 from connectx_gym.serve.child import AgentError
 from connectx_gym.serve.policies import LIMITS, PolicyCache, SpecError, checked_spec, list_models
 from connectx_gym.serve.validation import (
@@ -131,15 +133,29 @@ def create_app(
     move_timeout: float = 15.0,
     analysis_budget: float = 1.0,
     max_waiting: int = 4,
+    host: str | None = None,
+    allow_origins: Iterable[str] = (),
 ) -> Flask:
     """The app: the page at ``/`` and the JSON API under ``/api``.
 
     ``opponent`` is the page's default opponent; ``models`` the only directory saved agents are
     loaded from (None: none are); ``move_timeout`` bounds each request's wait for a search, and
-    the search itself; ``analysis_budget`` is the solver's default time budget in seconds;
-    ``max_waiting`` searches may wait behind the running one. :func:`close_app` ends the
-    agents' child processes.
+    the search itself (at most :data:`~connectx_gym.serve.MAX_MOVE_TIMEOUT`);
+    ``analysis_budget`` is the solver's default time budget in seconds; ``max_waiting`` searches
+    may wait behind the running one. Requests must address this machine or ``host`` (the
+    address it listens on) and come from its own page or a page of ``allow_origins``
+    (:mod:`connectx_gym.serve.access`). :func:`close_app` ends the agents' child processes.
     """
+    if (
+        isinstance(move_timeout, bool)
+        or not isinstance(move_timeout, int | float)
+        or not 0 < move_timeout <= MAX_MOVE_TIMEOUT
+    ):
+        raise ValueError(
+            f"move_timeout must be a number of seconds in (0, {MAX_MOVE_TIMEOUT:g}], "
+            f"got {move_timeout!r}"
+        )
+    guard = RequestGuard.serving(host, allow_origins)
     models_dir = None if models is None else Path(models).resolve()
     checked_spec(opponent, models_dir)  # refuse a bad default at start-up, not on first use
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
@@ -169,6 +185,15 @@ def create_app(
 
     def body() -> Any:
         return read_json(request.stream, request.content_length)
+
+    def run_search(job: Any) -> Any:
+        return run_with_errors(lambda: run_bounded(job), models_dir)
+
+    @app.before_request
+    def check_access() -> None:
+        has_body = request.method not in ("GET", "HEAD", "OPTIONS")
+        content_type = request.mimetype if has_body else None
+        guard.check(request.scheme, request.host, request.headers.get("Origin"), content_type)
 
     @app.errorhandler(ApiError)
     def api_error(error: ApiError) -> Any:
@@ -212,7 +237,7 @@ def create_app(
             column = int(policy.act(board, np.random.default_rng(seed)))
             return column, dict(policy.last_info), time.perf_counter() - start
 
-        column, info, seconds = run_with_errors(lambda: run_bounded(job))
+        column, info, seconds = run_search(job)
         if not board.can_play(column):
             raise ApiError(f"{spec} answered illegal column {column}", 422)
         after = board.play(column)
@@ -239,7 +264,7 @@ def create_app(
             scores = solver.scores(board)
             return scores, dict(solver.last_info), time.perf_counter() - start
 
-        scores, info, seconds = run_with_errors(lambda: run_bounded(job))
+        scores, info, seconds = run_search(job)
         proven = bool(info.get("proven"))
         if proven:
             values = [None if math.isnan(v) else int(v) for v in scores.tolist()]
@@ -293,18 +318,23 @@ def close_app(app: Flask) -> None:
     parts["cache"].close()
 
 
-def run_with_errors(call: Any) -> Any:
-    """Run a search; its errors become one-line JSON answers (400 for bad input, else 5xx)."""
+def run_with_errors(call: Any, models: Path | None = None) -> Any:
+    """Run a search; its errors become one-line JSON answers (400 for bad input, else 5xx) that
+    name saved agents relative to ``models``, never by the server's own paths."""
+
+    def line(error: BaseException) -> str:
+        text = " ".join(str(error).split())
+        return text.replace(f"{models}/", "") if models is not None else text
+
     try:
         return call()
     except ApiError:
         raise
     except AgentError as error:  # the agent raised, exited or died: its message names it
-        raise ApiError(f"the agent failed: {error}", 500) from None
+        raise ApiError(f"the agent failed: {line(error)}", 500) from None
     except (ValueError, TypeError, LookupError) as error:
-        raise ApiError(" ".join(str(error).split()) or type(error).__name__) from None
+        raise ApiError(line(error) or type(error).__name__) from None
     except ImportError as error:
-        raise ApiError(f"a package is missing: {error}", 501) from None
+        raise ApiError(f"a package is missing: {line(error)}", 501) from None
     except (Exception, SystemExit) as error:  # a bug: one line, not a traceback page
-        message = " ".join(str(error).split())
-        raise ApiError(f"the search failed: {type(error).__name__}: {message}", 500) from None
+        raise ApiError(f"the search failed: {type(error).__name__}: {line(error)}", 500) from None

@@ -23,14 +23,16 @@ Every refusal is a :class:`SpecError` with a one-line message (a 400 or 403 answ
 from __future__ import annotations
 
 import math
+import os
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.policy import NoisyPolicy, Policy
-from connectx_gym.registry import list_policies, make_policy, parse_spec
+from connectx_gym.registry import check_spec, list_policies, make_policy, parse_spec
 from connectx_gym.serve.child import ChildPolicy
+from connectx_gym.serve.validation import shown
 
 __all__ = [
     "KAGGLE_NEGAMAX_WORK",
@@ -88,24 +90,39 @@ def list_models(models: Path | None) -> list[str]:
 
 
 def _model_path(name: str, models: Path | None) -> Path:
+    """The file ``name`` (relative to ``models``) leads to; it must lie inside ``models`` and
+    have the suffix the name shows (``agent.npz`` linking to a ``.zip`` would unpickle it).
+    Messages name the file as the request did, never the server's own paths."""
     if models is None:
         raise SpecError(
             f"{name!r}: saved agents are off; start the server with --models DIR", status=403
         )
-    if name.lower().endswith(".zip"):
+    suffix = Path(name).suffix.lower()
+    if suffix == ".zip":
         raise SpecError(
             f"{name!r}: SB3 .zip models are never loaded over HTTP (loading one unpickles, which "
             "runs code); use the .npz weights saved next to it",
             status=403,
         )
-    if not name.lower().endswith(SERVED_SUFFIXES):
+    if suffix not in SERVED_SUFFIXES:
         raise SpecError(f"{name!r}: saved agents are .npz or .py files", status=400)
+    if "\x00" in name or any(len(os.fsencode(part)) > 255 for part in Path(name).parts):
+        raise SpecError(f"{shown(name)}: not a file name (a NUL byte, or a part over 255 bytes)")
     root = models.resolve()
-    path = (root / name).resolve()
+    try:
+        path = (root / name).resolve()
+        found = path.is_file()
+    except (OSError, ValueError) as error:
+        raise SpecError(f"{shown(name)}: not a file name ({error})") from None
     if Path(name).is_absolute() or not path.is_relative_to(root):
         raise SpecError(f"{name!r} is not inside the models directory", status=403)
-    if not path.is_file():
+    if not found:
         raise SpecError(f"no saved agent {name!r} in the models directory", status=404)
+    if path.suffix.lower() != suffix:
+        raise SpecError(
+            f"{name!r} leads to a {path.suffix.lower() or 'suffix-less'} file, not a {suffix} one",
+            status=403,
+        )
     return path
 
 
@@ -179,6 +196,10 @@ def checked_spec(
         raise SpecError(f"unknown policy {name!r}; registered: {', '.join(names)}")
     for key, value in params.items():
         _check_parameter(key, value, geometry)
+    try:  # the names and kinds of the parameters, before anything is made or started
+        check_spec(spec)
+    except ValueError as error:
+        raise SpecError(" ".join(str(error).split())) from None
     return spec, noise
 
 

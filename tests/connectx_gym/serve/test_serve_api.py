@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import logging
+import os
 import time
 from pathlib import Path
 
@@ -251,12 +253,55 @@ def test_finished_games_are_refused(client, endpoint) -> None:
         ("solver:fallback='nosuch'", 400, "unknown policy"),
         ("missing.py", 404, "no saved agent"),
         ("notes.txt", 400, "unknown policy"),
+        ("a\x00b.npz", 400, "not a file name"),
+        ("x" * 256 + ".npz", 400, "not a file name"),
+        ("sub/" + "x" * 253 + ".py", 400, "not a file name"),
+        ("alphabeta:weights=random", 400, "weights of policy 'alphabeta' takes WindowWeights"),
+        ("minimax:weights=1", 400, "weights of policy 'minimax' takes WindowWeights"),
+        ("kaggle:random:x=1", 400, "'kaggle:random' does not take parameter(s) x"),
     ],
 )
-def test_opponent_specs_are_checked(client, opponent, status, message) -> None:
+def test_opponent_specs_are_checked(
+    client, opponent, status, message, caplog: pytest.LogCaptureFixture
+) -> None:
     answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": opponent})
     assert answer.status_code == status, answer.get_json()
-    assert message in answer.get_json()["error"]
+    error = answer.get_json()["error"]
+    assert message in error
+    assert "\n" not in error
+    assert not [record for record in caplog.records if record.levelno >= logging.ERROR]
+    assert agent_processes() == []  # refused before any child process starts
+
+
+def agent_processes() -> list[int]:
+    """Pids of this process's agent processes (Linux /proc; empty elsewhere)."""
+    found = []
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            command = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        ours = int(fields[1]) == os.getpid() and fields[0] != "Z"
+        if ours and b"connectx_gym.serve.child" in command:
+            found.append(int(entry.name))
+    return found
+
+
+def test_a_link_is_loaded_as_the_file_it_leads_to(client, models: Path) -> None:
+    """``agent.npz`` linking to the ``.zip`` beside it would unpickle it: refused by the file
+    it leads to; answers name files as the request did, never the server's own paths."""
+    (models / "agent.npz").symlink_to(models / "model.zip")
+    (models / "broken.npz").write_bytes(b"PK\x05\x06" + bytes(18))
+    for opponent, status, message in [
+        ("agent.npz", 403, "'agent.npz' leads to a .zip file, not a .npz one"),
+        ("file:path='agent.npz'", 403, "leads to a .zip file"),
+        ("broken.npz", 400, "broken.npz is not a connectx-gym weights file"),
+    ]:
+        answer = client.post("/api/move", json={**position([]), "mark": 1, "opponent": opponent})
+        assert answer.status_code == status, answer.get_json()
+        assert message in answer.get_json()["error"]
+        assert str(models.resolve()) not in answer.get_json()["error"]
 
 
 def test_full_width_searches_are_capped_by_the_board_width(client) -> None:
@@ -331,6 +376,65 @@ def test_serve_command_listens_on_localhost_by_default(
     assert main(["serve", "--models", str(models), "--opponent", "sub/first.py"]) == 0
     assert calls == [("127.0.0.1", 8000)]
     assert "http://127.0.0.1:8000/" in capsys.readouterr().out
+
+
+def test_serve_command_guards_the_address_and_the_connections(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from connectx_gym.cli import main
+    from connectx_gym.serve.server import READ_TIMEOUT
+
+    served = {}
+    monkeypatch.setattr(
+        "werkzeug.serving.run_simple", lambda host, port, app, **kw: served.update(app=app, **kw)
+    )
+    argv = ["serve", "--opponent", "random", "--allow-origin", "http://pc.lan:8000"]
+    assert main(argv) == 0
+    assert served["request_handler"].timeout == READ_TIMEOUT
+    client = served["app"].test_client()
+    body = {"board": [0] * 42}
+    for host, origin, status in [
+        ("127.0.0.1:8000", "http://127.0.0.1:8000", 200),
+        ("pc.lan:8000", "http://pc.lan:8000", 200),
+        ("127.0.0.1:8000", "http://pc.lan:8000", 200),
+        ("evil.example:8000", None, 403),
+        ("127.0.0.1:8000", "http://evil.example", 403),
+    ]:
+        headers = {"Host": host, **({"Origin": origin} if origin else {})}
+        answer = client.post("/api/state", json=body, headers=headers)
+        assert answer.status_code == status, (host, origin, answer.get_json())
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["serve", "--move-timeout", "1e10"], "argument --move-timeout: must be <= 3600"),
+        (["serve", "--move-timeout", "inf"], "argument --move-timeout"),
+        (["serve", "--allow-origin", "pc.lan"], "--allow-origin: origin 'pc.lan': expected"),
+    ],
+)
+def test_serve_command_refuses_bad_flags_in_one_line(
+    capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    from connectx_gym.cli import main
+
+    try:
+        code = main(argv)
+    except SystemExit as exit_:  # argparse's usage errors
+        code = exit_.code
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err
+    assert "--opponent" not in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("timeout", [0, -1, 1e10, float("inf"), float("nan"), True, "15"])
+def test_create_app_bounds_the_move_timeout(timeout: object) -> None:
+    with pytest.raises(
+        ValueError, match=r"move_timeout must be a number of seconds in \(0, 3600\]"
+    ):
+        create_app("random", move_timeout=timeout)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize(
