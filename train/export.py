@@ -111,8 +111,13 @@ def model_file(model: str | Path) -> Path:
 
 
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
-    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or the
-    name of shipped weights, such as ``"ppo"``)."""
+    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip``, the
+    name of shipped weights, such as ``"ppo"``, or a search with its network, such as
+    ``"mcts:net=ppo,time_budget=0.5"``: :mod:`connectx_train.kaggle_search`)."""
+    from connectx_train.kaggle_search import is_search_spec, search_kaggle_source
+
     check_output_path(output)  # before the work: a bad path fails at once
+    if is_search_spec(model):
+        return write_text_atomically(output, search_kaggle_source(str(model)))
     weights = load_file(model_file(model))
     return write_text_atomically(output, kaggle_source(weights))

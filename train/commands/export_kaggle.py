@@ -13,7 +13,8 @@ HELP = "write a self-contained Kaggle main.py from a model"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "model",
-        help="weights-only .npz, SB3 .zip (needs the train extra) or 'ppo' (the shipped agent)",
+        help="weights-only .npz, SB3 .zip (needs the train extra), 'ppo' (the shipped agent) or "
+        "a search with its network, such as 'mcts:net=ppo,time_budget=0.5'",
     )
     parser.add_argument("-o", "--output", default="main.py", help="output file (main.py)")
 
