@@ -1,8 +1,13 @@
-"""The core's ``connectx`` subcommands (evaluate, tournament, play) and what every command shares.
+"""The core's ``connectx`` subcommands (evaluate, tournament, play, serve) and what commands share.
 
-Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; the registry of
-subcommands is :data:`connectx_gym.cli.COMMANDS`. The argument types here reject bad values with a
-one-line argparse error, so no number reaches the code outside its range.
+Each subcommand module exposes ``add_arguments(parser)`` and ``run(args) -> int``; the core's are
+listed in :data:`connectx_gym.cli.COMMANDS`, the other layers' come through entry points
+(:mod:`connectx_gym.plugins`). The options several commands take are declared once here:
+:func:`add_result_options` (``--seed``, ``--ray``, ``--json``: every command that plays games or
+answers positions, ``accuracy`` among them) and :func:`add_match_options` (those, and ``--games``,
+``--openings``, ``--save-games`` and the board: ``evaluate`` and ``tournament``). The argument
+types here reject bad values with a one-line argparse error, so no number reaches the code outside
+its range.
 """
 
 from __future__ import annotations
@@ -17,8 +22,9 @@ __all__ = [
     "MAX_SEED",
     "CommandError",
     "add_board",
-    "add_match_protocol",
+    "add_match_options",
     "add_ray",
+    "add_result_options",
     "add_seed",
     "bounded_int",
     "check_board",
@@ -82,10 +88,21 @@ def add_board(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--inarow", type=side, default=4, help="discs to win (4)")
 
 
-def add_match_protocol(parser: argparse.ArgumentParser) -> None:
-    """``--openings`` (a set of :mod:`connectx_gym.openings`) and ``--save-games FILE.jsonl``."""
+def add_result_options(parser: argparse.ArgumentParser, ray: str, seed: str = "") -> None:
+    """``--seed`` (help: "seed" + ``seed``), ``--ray [ADDRESS]`` (help: ``ray`` on Ray) and
+    ``--json``: the options of every command that plays games or answers positions."""
+    add_seed(parser, what=seed)
+    add_ray(parser, what=ray)
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+
+
+def add_match_options(parser: argparse.ArgumentParser, games: str, seed: str = "") -> None:
+    """The options of every command that plays matches: ``--games`` (help: ``games``; default
+    None: every opening from both seats), ``--openings`` (a set of :mod:`connectx_gym.openings`),
+    ``--save-games FILE.jsonl``, those of :func:`add_result_options` and the board's."""
     from connectx_gym.openings import DEFAULT_OPENINGS, OPENING_SETS
 
+    parser.add_argument("--games", type=positive_int, default=None, help=games)
     parser.add_argument(
         "--openings",
         choices=tuple(OPENING_SETS),
@@ -96,7 +113,8 @@ def add_match_protocol(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--save-games", default=None, metavar="FILE", help="write every game to a JSON-lines file"
     )
-    add_ray(parser)
+    add_result_options(parser, ray="play the games", seed=seed)
+    add_board(parser)
 
 
 def add_ray(parser: argparse.ArgumentParser, what: str = "play the games") -> None:

@@ -5,14 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 
-from connectx_gym.commands import (
-    add_board,
-    add_match_protocol,
-    add_seed,
-    check_board,
-    open_executor,
-    positive_int,
-)
+from connectx_gym.commands import add_match_options, check_board, open_executor
 
 __all__ = ["add_arguments", "run"]
 
@@ -23,16 +16,11 @@ HELP = "play A against B, seats alternating"
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("player_a", metavar="A", help="policy spec or saved agent")
     parser.add_argument("player_b", metavar="B", help="policy spec or saved agent")
-    parser.add_argument(
-        "--games",
-        type=positive_int,
-        default=None,
-        help="games (default: every opening from both seats, 98 on 6x7)",
+    add_match_options(
+        parser,
+        games="games (default: every opening from both seats, 98 on 6x7)",
+        seed=" of the match",
     )
-    add_match_protocol(parser)
-    add_seed(parser, what=" of the match")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_board(parser)
 
 
 def run(args: argparse.Namespace) -> int:

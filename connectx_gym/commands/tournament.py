@@ -9,13 +9,10 @@ from typing import Any
 
 from connectx_gym.commands import (
     CommandError,
-    add_board,
-    add_match_protocol,
-    add_seed,
+    add_match_options,
     bounded_int,
     check_board,
     open_executor,
-    positive_int,
 )
 
 __all__ = ["add_arguments", "run"]
@@ -26,14 +23,7 @@ HELP = "round robin with Elo ratings"
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("players", nargs="+", metavar="SPEC", help="two or more players")
-    parser.add_argument(
-        "--games",
-        type=positive_int,
-        default=None,
-        help="games per pairing (default: every opening from both seats)",
-    )
-    add_match_protocol(parser)
-    add_seed(parser)
+    add_match_options(parser, games="games per pairing (default: every opening from both seats)")
     parser.add_argument(
         "--bootstrap", type=bounded_int(0, 100_000), default=1000, help="bootstrap resamples"
     )
@@ -43,8 +33,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="also write the ratings and score matrix as a PNG to FILE (default: no picture)",
     )
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
-    add_board(parser)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -264,6 +264,38 @@ def test_every_command_has_help(capsys: pytest.CaptureFixture[str], name: str) -
     assert f"connectx {name}" in out
 
 
+def _options(command: str) -> dict[str, tuple[object, ...]]:
+    """``--option`` -> what ``command``'s parser does with it (the type by name and what it
+    the default, constant, choices and the action's class)."""
+    from connectx_gym.cli import build_parser
+
+    parser = build_parser(command)
+    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
+    return {
+        option: (
+            getattr(action.type, "__qualname__", None),
+            action.default,
+            action.const,
+            action.choices,
+            type(action),
+        )
+        for action in sub._actions
+        for option in action.option_strings
+    }
+
+
+def test_the_options_commands_share_are_declared_once() -> None:
+    """``--seed``, ``--ray`` and ``--json`` mean the same in every command that plays games or
+    answers positions; ``evaluate`` and ``tournament`` share the match's options too."""
+    shared = ("--seed", "--ray", "--json")
+    match = (*shared, "--games", "--openings", "--save-games", "--rows", "--columns", "--inarow")
+    evaluate, tournament, accuracy = (_options(c) for c in ("evaluate", "tournament", "accuracy"))
+    for option in match:
+        assert evaluate[option] == tournament[option], option
+    for option in shared:
+        assert accuracy[option] == evaluate[option], option
+
+
 def test_every_command_module_has_the_command_shape() -> None:
     from connectx_gym.cli import commands
 
