@@ -15,8 +15,7 @@ import json
 from pathlib import Path
 
 from connectx_gym.commands import (
-    add_ray,
-    add_seed,
+    add_result_options,
     open_executor,
     positive_float,
     positive_int,
@@ -49,9 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         default=5.0,
         help="solver seconds per Pons position (5)",
     )
-    add_seed(parser)
-    add_ray(parser, what="answer the labelled positions")
-    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    add_result_options(parser, ray="answer the labelled positions")
 
 
 def run(args: argparse.Namespace) -> int:
