@@ -380,3 +380,70 @@ def test_the_page_keeps_one_analysis_in_flight_and_analyses_the_latest_position(
     assert page.evaluate("window.analyses.most") == 1
     analysed = page.evaluate("window.analyses.discs")
     assert analysed[-1] == 6  # the latest position was analysed, positions left meanwhile not all
+
+
+XSS_NAME = '<img src=x onerror="window.injected = (window.injected || 0) + 1">'
+
+
+def test_saved_games_cannot_put_markup_into_the_page(page, tmp_path: Path) -> None:
+    """Every string of a saved game is shown as text: an ``<img onerror>`` never runs."""
+    record = {
+        "rows": 6,
+        "columns": 7,
+        "inarow": 4,
+        "players": [XSS_NAME, "<b>bold</b>"],
+        "moves": [3, 2],
+        "winner": 0,
+        "game": XSS_NAME,
+        "seed": XSS_NAME,
+    }
+    games = tmp_path / "games.jsonl"
+    games.write_text(json.dumps(record) + "\n")
+    page.click("#tab-replay")
+    page.set_input_files("#games-file", str(games))
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 0"
+    )
+    page.wait_for_timeout(300)  # an injected image would have failed to load by now
+    assert page.evaluate("window.injected") is None
+    assert page.locator("img").count() == 0
+    assert page.locator("#replay-controls b").count() == 0
+    option = page.inner_text("#game-select option")
+    assert option.startswith(f"#{XSS_NAME}: {XSS_NAME} vs <b>bold</b>")
+    assert XSS_NAME in page.inner_text("#game-info")
+
+
+def test_a_long_message_wraps_on_a_phone_screen(browser, url: str) -> None:
+    phone = browser.new_page(viewport={"width": 375, "height": 740})
+    phone.set_default_timeout(TIMEOUT_MS)
+    try:
+        phone.goto(url)
+        phone.wait_for_selector("#board .cell")
+        wait_for_turn(phone)
+        new_game(phone, 6, 7, 4, side=2, opponent="x" * 280)  # its move: an unbroken error
+        phone.wait_for_selector("#status.error")
+        assert "x" * 280 in phone.inner_text("#status")
+        width, inner = phone.evaluate("[document.scrollingElement.scrollWidth, window.innerWidth]")
+        assert width <= inner == 375
+    finally:
+        phone.close()
+
+
+def test_undo_right_after_a_click_takes_back_that_click_only(page) -> None:
+    new_game(page, 6, 7, 4, opponent="random")
+    wait_for_turn(page)
+    page.click("#board .head[data-column='0']")
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 2"
+    )
+    wait_for_turn(page)
+    before = page.inner_text("#move-log")
+    # A click and an undo in one task: the undo comes before the server answered for the click.
+    page.evaluate(
+        "() => { document.querySelector('#board .head[data-column=\"3\"]').click();"
+        " document.querySelector('#undo').click(); }"
+    )
+    page.wait_for_timeout(500)
+    wait_for_turn(page)
+    assert page.inner_text("#move-log") == before  # the first pair is still on the board
+    assert discs(page) == 2

@@ -3,6 +3,8 @@
 // winner and its line), /api/move (the opponent's reply) and /api/analyse (the solver's scores).
 // The page shows only positions the server answered for: a click asks for the position after it,
 // and while that or the opponent's move is in flight (game.busy) further clicks are ignored.
+// Text reaches the page only as text (textContent, element()): never as markup, whatever a saved
+// game or the server says.
 "use strict";
 
 const $ = (id) => document.getElementById(id);
@@ -12,6 +14,7 @@ const game = {
   mode: "play",      // "play" or "replay"
   rows: 6, columns: 7, inarow: 4,
   moves: [],         // 0-based columns, in order
+  target: [],        // the moves of the position last asked for (undo starts from it)
   human: 1,          // the mark the person plays (play mode)
   opponent: "",
   state: null,       // the server's answer for the position of game.moves
@@ -30,6 +33,15 @@ async function api(path, body) {
   try { data = await response.json(); } catch { data = { error: response.statusText }; }
   if (!response.ok) throw new Error(data.error || `HTTP ${response.status}`);
   return data;
+}
+
+function element(tag, className = "", text = undefined, data = {}) {
+  // A new element with these classes, text (as text) and data-* attributes.
+  const node = document.createElement(tag);
+  if (className) node.className = className;
+  if (text !== undefined) node.textContent = text;
+  Object.assign(node.dataset, data);
+  return node;
 }
 
 function flatBoard(moves = game.moves) {
@@ -80,15 +92,16 @@ function drawBoard() {
   const last = lastCell();
   const parts = [];
   for (let c = 0; c < columns; c++) {
-    parts.push(`<div class="head${cells[c] ? " full" : ""}" data-column="${c}">${c + 1}</div>`);
+    parts.push(element("div", cells[c] ? "head full" : "head", String(c + 1), { column: c }));
   }
   for (let i = 0; i < rows * columns; i++) {
     const mark = cells[i];
     const classes = ["disc", mark ? `p${mark}` : "", i === last ? "last" : "", line.has(i) ? "win" : ""];
-    parts.push(`<div class="cell" data-column="${i % columns}" data-index="${i}">` +
-      `<div class="${classes.join(" ").trim()}"></div></div>`);
+    const cell = element("div", "cell", undefined, { column: i % columns, index: i });
+    cell.append(element("div", classes.join(" ").trim()));
+    parts.push(cell);
   }
-  board.innerHTML = parts.join("");
+  board.replaceChildren(...parts);
   board.classList.toggle("over", Boolean(game.state && game.state.terminal));
   board.classList.toggle("busy", game.busy);
   board.classList.toggle("replay", game.mode === "replay");
@@ -126,11 +139,15 @@ async function refresh(moves = game.moves) {
   // or new game drops this answer).
   const generation = ++game.generation;
   game.busy = true;
+  game.target = moves;
   let state;
   try {
     state = await api("/api/state", position(moves));
   } catch (error) {
-    if (generation === game.generation) { game.busy = false; setStatus(error.message, true); }
+    if (generation === game.generation) {
+      Object.assign(game, { busy: false, target: game.moves });
+      setStatus(error.message, true);
+    }
     return;
   }
   if (generation !== game.generation) return;
@@ -138,7 +155,7 @@ async function refresh(moves = game.moves) {
 }
 
 async function show(generation, moves, state) {
-  Object.assign(game, { moves, state, busy: false });
+  Object.assign(game, { moves, target: moves, state, busy: false });
   drawBoard();
   describeState();
   analyse(generation);
@@ -172,14 +189,14 @@ function showScores(answer) {
     if (score !== null) {
       const kind = score > 0 ? "win" : score < 0 ? "loss" : "draw";
       const text = score > 0 ? `+${score}` : score < 0 ? `\u2212${-score}` : "0";
-      return `<div class="score ${kind}${best}" data-column="${column}">${text}</div>`;
+      return element("div", `score ${kind}${best}`, text, { column });
     }
     if (estimate !== null) {
-      return `<div class="score estimate${best}" data-column="${column}">~${Math.round(estimate)}</div>`;
+      return element("div", `score estimate${best}`, `~${Math.round(estimate)}`, { column });
     }
-    return `<div class="score" data-column="${column}"></div>`;
+    return element("div", "score", undefined, { column });
   });
-  $("scores").innerHTML = parts.join("");
+  $("scores").replaceChildren(...parts);
   const note = $("analysis-note");
   note.textContent = `${NAMES[answer.to_move]} to move: ${answer.note} (${answer.seconds.toFixed(2)} s).`;
   note.className = answer.proven ? "proven" : "unproven";
@@ -191,7 +208,7 @@ function showScores(answer) {
 const analysis = { running: false, again: false };
 
 async function analyse(generation) {
-  $("scores").innerHTML = "";
+  $("scores").replaceChildren();
   const note = $("analysis-note");
   if (!$("analyse-on").checked || !game.state) { note.textContent = "—"; note.className = ""; return; }
   if (game.state.terminal) { note.textContent = "The game is over."; note.className = ""; return; }
@@ -222,7 +239,7 @@ function readSize() {
 async function newGame() {
   game.generation++;  // answers for the previous game are dropped
   setStatus("Starting a new game…");
-  $("scores").innerHTML = "";  // nor is the previous game's analysis shown meanwhile
+  $("scores").replaceChildren();  // nor is the previous game's analysis shown meanwhile
   $("analysis-note").textContent = "—";
   $("analysis-note").className = "";
   const size = readSize();
@@ -243,10 +260,11 @@ async function newGame() {
 }
 
 async function undo() {
-  if (game.mode !== "play" || !game.moves.length) return;
-  // Take back the opponent's reply and your move: it is your turn again (a move in flight is
-  // dropped).
-  const moves = game.moves.slice();
+  // Take back the opponent's reply and your move: it is your turn again. It starts from the
+  // position last asked for, so a move still in flight (a click the server has not answered yet,
+  // the opponent's search) is the one taken back, not the pair before it.
+  const moves = game.target.slice();
+  if (game.mode !== "play" || !moves.length) return;
   do { moves.pop(); } while (moves.length && moves.length % 2 !== game.human - 1);
   await refresh(moves);
 }
@@ -289,13 +307,9 @@ async function openGames(file) {
     return;
   }
   const winner = (g) => (g.winner === 1 ? "red wins" : g.winner === 2 ? "yellow wins" : "draw");
-  $("game-select").innerHTML = game.saved.map((g, i) =>
-    `<option value="${i}">#${g.game ?? i + 1}: ${(g.players || ["?", "?"]).map(escape).join(" vs ")} — ${winner(g)}</option>`).join("");
+  $("game-select").replaceChildren(...game.saved.map((g, i) => new Option(
+    `#${g.game ?? i + 1}: ${(g.players || ["?", "?"]).join(" vs ")} — ${winner(g)}`, String(i))));
   await showSaved(0);
-}
-
-function escape(text) {
-  return String(text).replace(/[&<>"']/g, (ch) => `&#${ch.charCodeAt(0)};`);
 }
 
 async function showSaved(ply) {
@@ -328,8 +342,7 @@ async function start() {
     const info = await api("/api/policies");
     game.defaultOpponent = info.default;
     $("opponent").value = info.default;
-    $("opponents").innerHTML = [...info.policies, ...info.models]
-      .map((name) => `<option value="${escape(name)}"></option>`).join("");
+    $("opponents").replaceChildren(...[...info.policies, ...info.models].map((name) => new Option("", name)));
     $("budget").value = info.analysis_budget;
   } catch (error) {
     setStatus(error.message, true);
