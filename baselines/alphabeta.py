@@ -218,4 +218,4 @@ class AlphaBetaPolicy(Policy):
         return f"AlphaBetaPolicy(time_budget={self.time_budget}{depth})"
 
 
-register_batch_actor(AlphaBetaPolicy, "connectx_baselines.batched:alphabeta_act_batch")
+register_batch_actor(AlphaBetaPolicy, "connectx_baselines.batch_actors:alphabeta_act_batch")

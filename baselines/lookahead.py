@@ -134,5 +134,5 @@ class MinimaxPolicy(Policy):
 
 
 # The batched env answers all boards of these opponents at once (connectx_gym.batch).
-register_batch_actor(OneStepPolicy, "connectx_baselines.batched:onestep_act_batch")
-register_batch_actor(MinimaxPolicy, "connectx_baselines.batched:minimax_act_batch")
+register_batch_actor(OneStepPolicy, "connectx_baselines.batch_actors:onestep_act_batch")
+register_batch_actor(MinimaxPolicy, "connectx_baselines.batch_actors:minimax_act_batch")

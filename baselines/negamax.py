@@ -69,4 +69,4 @@ class NegamaxPolicy(Policy):
 
 
 # The batched env answers all boards of this opponent at once (connectx_gym.batch).
-register_batch_actor(NegamaxPolicy, "connectx_baselines.batched:negamax_act_batch")
+register_batch_actor(NegamaxPolicy, "connectx_baselines.batch_actors:negamax_act_batch")

@@ -3,7 +3,7 @@ threads: how the batched env's searching opponents scale with the cores.
 
 Each step of ``gymnasium.make_vec("ConnectX-v0", num_envs=B, opponent="minimax:depth=4")`` plays
 B random legal agent moves (drawn from the mask with a seeded generator) and the opponents'
-replies, which :mod:`connectx_baselines.batched` searches on numba's threads
+replies, which :mod:`connectx_baselines.batch_actors` searches on numba's threads
 (``numba.set_num_threads``, the count of each row). The rows are measured in turns (``--rounds``
 rounds of ``--seconds`` each, after a warm-up in which the batch actor settles whether spreading
 pays) and the table shows the median, with the ratio to 1 and to 2 threads. The 16-core target of

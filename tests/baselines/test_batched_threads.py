@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import connectx_baselines.alphabeta
-import connectx_baselines.batched
+import connectx_baselines.batch_actors
 from connectx_baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
 from connectx_baselines.alphabeta import AlphaBetaPolicy
-from connectx_baselines.batched import (
+from connectx_baselines.batch_actors import (
     MINIMAX,
     NEGAMAX,
     ONESTEP,
@@ -116,7 +116,7 @@ def test_alphabeta_on_many_threads_scores_like_one_and_like_the_single_policy(
     # In a table of the policy's own size, the batch searches exactly as the policy does.
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(
-            connectx_baselines.batched,
+            connectx_baselines.batch_actors,
             "ALPHABETA_TABLE_SIZE",
             connectx_baselines.alphabeta._TABLE_SIZE,
         )
@@ -165,7 +165,7 @@ INTERRUPTED_CHILD = """
 import sys, time
 import numpy as np
 from connectx_baselines.alphabeta import AlphaBetaPolicy
-from connectx_baselines.batched import alphabeta_batch_scores
+from connectx_baselines.batch_actors import alphabeta_batch_scores
 from connectx_gym import Geometry
 from tests.support.board_batches import random_batch
 batch, _ = random_batch(Geometry(6, 7, 4), 8, seed=5)
@@ -213,13 +213,13 @@ def test_only_batches_that_may_take_long_wait_on_a_helper_thread(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     helped: list[str] = []
-    run_stoppable = connectx_baselines.batched.run_stoppable
+    run_stoppable = connectx_baselines.batch_actors.run_stoppable
 
     def spy(call, stop):  # type: ignore[no-untyped-def]
         helped.append(threading.current_thread().name)
         run_stoppable(call, stop)
 
-    monkeypatch.setattr(connectx_baselines.batched, "run_stoppable", spy)
+    monkeypatch.setattr(connectx_baselines.batch_actors, "run_stoppable", spy)
     batch, _ = random_batch(Geometry(6, 7, 4), 4, seed=6)
     quick = AlphaBetaPolicy(time_budget=7.0, max_depth=2)  # a class of its own in the choice
     for _ in range(3):  # the first call of a class is not timed (it may compile)

@@ -222,7 +222,7 @@ def test_per_board_opponents_change_at_each_boards_next_game():
 )
 @pytest.mark.parametrize("spec", ["onestep", "minimax:depth=3", "negamax:depth=4"])
 def test_batched_search_opponents_score_like_the_single_ones(rows, columns, inarow, spec):
-    from connectx_baselines.batched import MINIMAX, NEGAMAX, ONESTEP, batch_scores
+    from connectx_baselines.batch_actors import MINIMAX, NEGAMAX, ONESTEP, batch_scores
 
     geometry = Geometry(rows, columns, inarow)
     rng = np.random.default_rng(0)

@@ -1,11 +1,13 @@
 """Batch actors of the search agents: one numba call scores every board facing the agent.
 
 The batched env (:mod:`connectx_gym.vector`) asks ``onestep``, ``minimax``, ``negamax`` and
-``alphabeta`` opponents for all their boards at once through these functions (registered by class
-in :mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop calls them); the
-column is one of maximal score with ties broken by the caller's generator. ``alphabeta`` searches
-each board as its :meth:`~connectx_baselines.alphabeta.AlphaBetaPolicy.scores` does after a
-``reset`` (from an empty transposition table), in a table smaller than the agent's own
+``alphabeta`` opponents for all their boards at once through these functions (each registered for
+its policy class by the module of that class, :func:`connectx_gym.policy.register_batch_actor`,
+and called by :mod:`connectx_gym.batch`). Scores are exactly the per-board kernels' (the loop
+calls them); the column is one of maximal score with ties broken by the caller's generator.
+``alphabeta`` searches each board as its
+:meth:`~connectx_baselines.alphabeta.AlphaBetaPolicy.scores` does after a ``reset`` (from an
+empty transposition table), in a table smaller than the agent's own
 (:data:`ALPHABETA_TABLE_SIZE` rows, emptied faster).
 
 A batch whose searches are long enough is cut into one part per thread and the parts are searched
