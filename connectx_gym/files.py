@@ -171,7 +171,10 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
 class NumpyNetPolicy(Policy):
     """A policy network evaluated with numpy: masked argmax of its logits (ties at random), or a
     move sampled from its masked softmax when ``deterministic`` is False. Each board is evaluated
-    with one BLAS thread (:func:`one_blas_thread`)."""
+    with one BLAS thread (:func:`one_blas_thread`). Where a logit of a legal column overflows,
+    NaN counts as the lowest logit and +inf as the highest, as in the Kaggle export
+    (:func:`~connectx_gym.weights.best_legal_column`): a sampled move is then one of the
+    infinite columns, or any legal column when none is finite or +inf."""
 
     def __init__(self, weights: WeightsFile, deterministic: bool = True, name: str = "net") -> None:
         super().__init__()
@@ -179,7 +182,8 @@ class NumpyNetPolicy(Policy):
         self.deterministic = deterministic
         self.name = name
 
-    def _logits(self, board: Board) -> np.ndarray:
+    def _logits(self, board: Board) -> tuple[np.ndarray, np.ndarray]:
+        """The logits of the legal columns (-inf elsewhere, and for NaN) and the legal mask."""
         if board.geometry != self.weights.geometry:
             raise ValueError(
                 f"{self.name} was trained on {self.weights.geometry!r}, not {board.geometry!r}"
@@ -187,18 +191,24 @@ class NumpyNetPolicy(Policy):
         with one_blas_thread():
             weights = self.weights
             planes, legal = board.to_planes(), board.legal_mask()
-            return masked_logits(weights.layers, weights.params, planes, legal, weights.kernels)
+            logits = masked_logits(weights.layers, weights.params, planes, legal, weights.kernels)
+        return np.where(np.isnan(logits), -np.inf, logits), legal
 
     def scores(self, board: Board) -> np.ndarray:
-        logits = self._logits(board)
-        return np.where(np.isfinite(logits), logits, np.nan)
+        logits, legal = self._logits(board)
+        return np.where(legal, logits, np.nan)
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
-        logits = self._logits(board)
+        logits, legal = self._logits(board)
         if self.deterministic:
-            return choose_best(np.where(np.isfinite(logits), logits, np.nan), rng)
-        probabilities = np.exp(logits - logits.max())
-        probabilities /= probabilities.sum()
+            return choose_best(np.where(legal, logits, np.nan), rng)
+        top = logits.max()
+        if np.isinf(top):  # +inf: one of the infinite columns; -inf: any legal column
+            chances = (logits == top) if top > 0 else legal
+            probabilities = chances / chances.sum()
+        else:
+            probabilities = np.exp(logits - top)
+            probabilities /= probabilities.sum()
         return int(rng.choice(len(probabilities), p=probabilities))
 
     def __repr__(self) -> str:

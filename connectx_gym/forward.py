@@ -35,9 +35,11 @@ import numpy as np
 
 __all__ = [
     "FORWARD_CHUNK",
+    "LAYER_COST",
     "MAX_LAYERS",
     "OPERATIONS",
     "WINOGRAD_MIN_CHANNELS",
+    "NetworkCost",
     "Operation",
     "best_legal_column",
     "conv2d_same",
@@ -46,6 +48,7 @@ __all__ = [
     "forward_layers",
     "im2col_kernel",
     "masked_logits",
+    "network_cost",
     "output_shape",
 ]
 
@@ -302,12 +305,37 @@ def _run_residual(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
 MAX_LAYERS = 10_000
 
 
+#: What one layer counts in :attr:`NetworkCost.work` beside its arithmetic: the fixed cost of its
+#: numpy calls, in multiply-adds of about the same time.
+LAYER_COST = 1 << 20
+
+
+class NetworkCost(NamedTuple):
+    """What running a description costs per board, known from the shapes alone: ``shape``, its
+    output (without the batch); ``largest_activation``, the most values one array of a layer
+    holds (its output, or a convolution's matrix of windows); ``work``, the multiply-adds of
+    the convolutions and linear layers plus one per output value and :data:`LAYER_COST` per
+    layer, nested ones included, each as many times as it runs."""
+
+    shape: tuple[int, ...]
+    largest_activation: int
+    work: int
+
+
 class _Shapes:
-    """What the shape rules share while they walk a description: the arrays' shapes and whether
-    ``input_planes`` has run (``gather_landing`` reads its landing cells)."""
+    """What the shape rules share while they walk a description: the arrays' shapes, whether
+    ``input_planes`` has run (``gather_landing`` reads its landing cells) and the cost so far
+    (:class:`NetworkCost`)."""
 
     def __init__(self, shapes: dict[str, Any], landing: bool) -> None:
         self.shapes, self.landing = shapes, landing
+        self.largest_activation = 0
+        self.work = 0
+
+    def count(self, values: int, multiply_adds: int = 0) -> None:
+        """Count an array of ``values`` a layer makes and the ``multiply_adds`` that make it."""
+        self.largest_activation = max(self.largest_activation, values)
+        self.work += multiply_adds
 
     def walk(self, layers: Any, shape: tuple[int, ...]) -> tuple[int, ...]:
         if not isinstance(layers, list) or len(layers) > MAX_LAYERS:
@@ -321,6 +349,7 @@ class _Shapes:
             if operation.planes and len(shape) != 3:
                 raise ValueError(f"layer {layer['op']!r} needs planes, got shape {shape}")
             shape = operation.shape(layer, shape, self)
+            self.count(math.prod(shape), math.prod(shape) + LAYER_COST)
         return shape
 
     def array(self, layer: dict, key: str, ndim: int) -> tuple[int, ...]:
@@ -339,7 +368,18 @@ def output_shape(
 ) -> tuple[int, ...]:
     """The shape (without the batch) that ``layers`` turn an input of ``shape`` into, given the
     parameter ``shapes`` (anything with ``.shape``); ``ValueError`` when they do not fit."""
-    return _Shapes(shapes, landing).walk(layers, tuple(shape))
+    return network_cost(layers, shapes, shape, landing).shape
+
+
+def network_cost(
+    layers: Any, shapes: dict[str, Any], shape: tuple[int, ...], landing: bool = False
+) -> NetworkCost:
+    """:func:`output_shape` with what running ``layers`` costs per board (:class:`NetworkCost`),
+    from the shapes alone: nothing the network would allocate is allocated."""
+    walk = _Shapes(shapes, landing)
+    walk.count(math.prod(shape))
+    out = walk.walk(layers, tuple(shape))
+    return NetworkCost(out, walk.largest_activation, walk.work)
 
 
 def _same_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
@@ -379,6 +419,7 @@ def _linear_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[i
         raise ValueError(f"layer {op!r}: bias does not have {out} values")
     if op == "linear_plus_prefix" and out > inputs:
         raise ValueError("layer 'linear_plus_prefix' has more outputs than inputs")
+    walk.count(out, out * inputs)
     return (out,)
 
 
@@ -388,6 +429,9 @@ def _conv_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int
         raise ValueError(f"conv weight {(out, channels, kh, kw)} does not fit input {shape}")
     if walk.array(layer, "bias", 1) != (out,):
         raise ValueError(f"layer 'conv': bias does not have {out} values")
+    cells = math.prod(shape[1:])
+    windows = 0 if (kh, kw) == (1, 1) else kh * kw * channels * cells
+    walk.count(windows, out * channels * kh * kw * cells)
     return (out, *shape[1:])
 
 

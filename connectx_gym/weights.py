@@ -24,16 +24,24 @@ may hold at most :data:`MAX_META_BYTES` of JSON nested at most :data:`MAX_META_D
 arrays the layers name are read, and each array's header (shape, dtype) is read and its size checked
 against the archive's central directory and against :data:`MAX_PARAMETERS` *before* its data is
 decompressed. Every shape is then checked against the layers (:func:`output_shape`): a network
-that does not end in one logit per column is refused. Every refusal is a ``ValueError`` naming the
-file and the reason.
+that does not end in one logit per column is refused, and so is one whose run would cost more than
+the bounds, computed from the layers and shapes before anything is allocated
+(:func:`~connectx_gym.forward.network_cost`): :data:`MAX_ACTIVATION_BYTES`, the largest array one
+layer makes for one board, and :data:`MAX_WORK`, the multiply-adds of a move. Last, the network
+runs on :data:`PROBE_POSITIONS` positions (the empty board and a few seeded random ones): one
+whose logits are not finite there (its arithmetic overflows float32) is refused. Every refusal is
+a ``ValueError`` naming the file and the reason, whatever the archive holds (a zip entry's unknown
+compression method or encryption flag, data that does not decompress included).
 """
 
 from __future__ import annotations
 
 import io
 import json
+import lzma
 import math
 import zipfile
+import zlib
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -42,26 +50,32 @@ import numpy as np
 from connectx_gym.forward import (
     MAX_LAYERS,
     OPERATIONS,
+    NetworkCost,
     best_legal_column,
     conv2d_same,
     conv_kernel,
     conv_kernels,
     forward_layers,
     masked_logits,
+    network_cost,
     output_shape,
 )
 
 __all__ = [
+    "MAX_ACTIVATION_BYTES",
     "MAX_LAYERS",
     "MAX_META_BYTES",
     "MAX_META_DEPTH",
     "MAX_PARAMETERS",
+    "MAX_WORK",
     "OPERATIONS",
+    "PROBE_POSITIONS",
     "WEIGHTS_FORMAT",
     "WEIGHTS_VERSION",
     "BoardSize",
     "WeightsFile",
     "best_legal_column",
+    "check_cost",
     "conv2d_same",
     "conv_kernel",
     "conv_kernels",
@@ -79,6 +93,18 @@ WEIGHTS_VERSION = 1
 MAX_META_BYTES = 1 << 20
 MAX_META_DEPTH = 64
 MAX_PARAMETERS = 64 * 1024 * 1024
+#: The largest array (bytes of float32) one layer may make for one board: its output, or a
+#: convolution's matrix of windows. A batch runs :data:`~connectx_gym.forward.FORWARD_CHUNK`
+#: boards at once, so that many times this at most.
+MAX_ACTIVATION_BYTES = 64 * 1024 * 1024
+#: The most work one board may cost: multiply-adds, counted as
+#: :class:`~connectx_gym.forward.NetworkCost` counts them (one per output value and
+#: :data:`~connectx_gym.forward.LAYER_COST` per layer besides).
+MAX_WORK = 1 << 32
+#: The positions a network runs on when it is made: the empty board, then positions of about a
+#: quarter, half and three quarters of the board's cells played at random (seeded).
+PROBE_POSITIONS = 4
+_ACTIVATION_ITEM_BYTES = 4
 _NPY_HEADER_LIMIT = 10_000
 _FLOAT_KINDS = ("float16", "float32", "float64")
 
@@ -125,7 +151,7 @@ class WeightsFile:
             if not np.isfinite(value).all():
                 raise ValueError(f"array {name!r} holds values that are not finite")
         planes = (2, int(geometry.rows), int(geometry.columns))
-        out = output_shape(layers, self.params, planes)
+        out = check_cost(layers, self.params, planes).shape
         if out != (planes[2],):
             raise ValueError(
                 f"the network outputs shape {out}, not one logit per column ({planes[2]})"
@@ -133,6 +159,21 @@ class WeightsFile:
         self.kernels = conv_kernels(layers, self.params)
         for kernel in self.kernels.values():
             kernel.setflags(write=False)
+        self._check_finite_logits()
+
+    def _check_finite_logits(self) -> None:
+        """``ValueError`` when the logits of a probe position are not all finite."""
+        probes = probe_positions(int(self.geometry.rows), int(self.geometry.columns))
+        with np.errstate(over="ignore", invalid="ignore"):  # reported below, in one line
+            logits = self.logits(probes)
+        finite = np.isfinite(logits).all(axis=1)
+        if not finite.all():
+            first = int(np.flatnonzero(~finite)[0])
+            stones = int(probes[first].sum())
+            raise ValueError(
+                "the network's logits are not finite (inf or nan: its arithmetic overflows "
+                f"float32) on {'the empty board' if stones == 0 else f'a board of {stones} stones'}"
+            )
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -151,6 +192,45 @@ class WeightsFile:
         """Raw logits for a batch ``(N, 2, rows, columns)`` of observations."""
         x = np.asarray(planes, dtype=np.float32)
         return forward_layers(self.layers, self.params, x, kernels=self.kernels)
+
+
+def check_cost(layers: Any, shapes: dict[str, Any], planes: tuple[int, ...]) -> NetworkCost:
+    """The :func:`~connectx_gym.forward.network_cost` of ``layers`` on ``planes`` given the
+    arrays' ``shapes``, or ``ValueError`` naming the bound it exceeds (:data:`MAX_WORK`,
+    :data:`MAX_ACTIVATION_BYTES`)."""
+    cost = network_cost(layers, shapes, planes)
+    activation = cost.largest_activation * _ACTIVATION_ITEM_BYTES
+    if activation > MAX_ACTIVATION_BYTES:
+        raise ValueError(
+            f"a layer needs {activation:,} bytes for one board, more than "
+            f"MAX_ACTIVATION_BYTES ({MAX_ACTIVATION_BYTES:,})"
+        )
+    if cost.work > MAX_WORK:
+        raise ValueError(
+            f"a move costs {cost.work:,} multiply-adds, more than MAX_WORK ({MAX_WORK:,})"
+        )
+    return cost
+
+
+def probe_positions(rows: int, columns: int) -> np.ndarray:
+    """:data:`PROBE_POSITIONS` observations ``(PROBE_POSITIONS, 2, rows, columns)``: the empty
+    board, then boards with about a quarter, a half and three quarters of the cells filled by
+    seeded random play (stacked from the bottom; the players alternate, lines not checked)."""
+    cells = rows * columns
+    rng = np.random.default_rng(0)
+    planes = np.zeros((PROBE_POSITIONS, 2, rows, columns), dtype=np.float32)
+    for index in range(1, PROBE_POSITIONS):
+        stones = cells * index // PROBE_POSITIONS
+        # heights: ``stones`` picks among the cells of all columns, lowest cells first
+        order = rng.permutation(np.repeat(np.arange(columns), rows))[:stones]
+        by_column = np.argsort(order, kind="stable")
+        ordered = order[by_column]
+        below = np.empty(stones, dtype=np.int64)  # earlier stones in the same column
+        below[by_column] = np.arange(stones) - np.searchsorted(ordered, ordered)
+        planes[index, np.arange(stones) % 2, rows - 1 - below, order] = 1
+        if stones % 2:  # the mover's discs first, as the env shows them
+            planes[index] = planes[index, ::-1].copy()
+    return planes
 
 
 def write_weights(weights: WeightsFile, target: Any, compressed: bool = False) -> None:
@@ -261,7 +341,7 @@ def read_weights(
                     raise ValueError(f"array {array!r}: its size does not match its shape {shape}")
                 headers[array] = _Shape(shape)
             planes = (2, board.rows, board.columns)
-            out = output_shape(meta.get("layers"), headers, planes)
+            out = check_cost(meta.get("layers"), headers, planes).shape
             if out != (board.columns,):
                 raise ValueError(f"the network outputs shape {out}, not {board.columns} logits")
             params = {}
@@ -274,7 +354,18 @@ def read_weights(
         return WeightsFile(board, meta["layers"], params)
     except ValueError as error:
         raise ValueError(f"{name} is not a connectx-gym weights file: {error}") from None
-    except (OSError, EOFError, KeyError, TypeError, zipfile.BadZipFile, RecursionError) as error:
+    except (
+        OSError,
+        EOFError,
+        KeyError,
+        TypeError,
+        zipfile.BadZipFile,
+        RecursionError,
+        NotImplementedError,  # zipfile: an unknown compression method
+        RuntimeError,  # zipfile: an encrypted entry
+        zlib.error,
+        lzma.LZMAError,
+    ) as error:
         reason = f"{type(error).__name__}: {error}"
         message = f"{name} is not a connectx-gym weights file: {reason}"
         raise ValueError(message) from None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import ast
 import base64
 import inspect
+import os
 from pathlib import Path
 
 from connectx_gym import forward as forward_module
 from connectx_gym import weights as weights_module
 from connectx_gym.files import SHIPPED_WEIGHTS, load_file, shipped_weights
-from connectx_gym.outputs import check_output_path, write_text_atomically
+from connectx_gym.outputs import OutputPathError, check_output_path, write_text_atomically
 from connectx_gym.weights import WeightsFile, weights_bytes
 from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, weights_from_sb3
 
@@ -28,6 +29,7 @@ __all__ = [
     "export_kaggle",
     "kaggle_source",
     "model_file",
+    "refuse_writing_onto",
     "weights_from_sb3",
 ]
 
@@ -110,14 +112,31 @@ def model_file(model: str | Path) -> Path:
     return model
 
 
+def refuse_writing_onto(source: Path, output: Path) -> None:
+    """:class:`~connectx_gym.outputs.OutputPathError` when ``output`` is the file ``source``: the
+    same path once resolved, or the same file by another name (a link, hard or symbolic, to it),
+    which an export would replace by its result."""
+    try:
+        same = os.path.samefile(source, output)
+    except OSError:  # one of them does not exist (yet)
+        same = False
+    if same or source.resolve() == output.resolve():
+        raise OutputPathError(
+            f"refusing to write {output}: it is the model being exported ({source}), which it "
+            "would destroy; give another output file"
+        )
+
+
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
     """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip``, the
     name of shipped weights, such as ``"ppo"``, or a search with its network, such as
     ``"mcts:net=ppo,time_budget=0.5"``: :mod:`connectx_train.kaggle_search`)."""
     from connectx_train.kaggle_search import is_search_spec, search_kaggle_source
 
-    check_output_path(output)  # before the work: a bad path fails at once
+    output = check_output_path(output)  # before the work: a bad path fails at once
     if is_search_spec(model):
         return write_text_atomically(output, search_kaggle_source(str(model)))
-    weights = load_file(model_file(model))
+    source = model_file(model)
+    refuse_writing_onto(source, output)  # the model's own file, by any name
+    weights = load_file(source)
     return write_text_atomically(output, kaggle_source(weights))

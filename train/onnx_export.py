@@ -40,7 +40,7 @@ from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.files import load_file
 from connectx_gym.outputs import atomic_output, check_output_path
 from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers
-from connectx_train.export import MAX_CHECK_POSITIONS, model_file
+from connectx_train.export import MAX_CHECK_POSITIONS, model_file, refuse_writing_onto
 from connectx_train.torch_operations import TORCH_OPERATIONS, TorchRun
 
 __all__ = [
@@ -155,7 +155,8 @@ def export_onnx(
     """Write ``model`` (a ``.npz`` weights file, an SB3 ``.zip``, the name of shipped weights such
     as ``"ppo"``, or a :class:`WeightsFile`) as an ONNX graph to ``output`` (see the module
     docstring for its inputs and output), atomically (:func:`connectx_gym.outputs.atomic_output`:
-    a directory, device or symbolic link at ``output`` is refused, never replaced).
+    a directory, device or symbolic link at ``output`` is refused, never replaced, and so is the
+    model's own file: :func:`connectx_train.export.refuse_writing_onto`).
 
     Before the file is written, onnxruntime runs the graph on ``check`` random positions and its
     logits must equal the numpy forward pass's (``ValueError`` otherwise); ``check`` is at most
@@ -171,6 +172,8 @@ def export_onnx(
         raise ImportError(f"{ONNX_HINT} ({error})") from None
     check_positions(check)
     output = check_output_path(output)  # before the export's work: a bad path fails at once
+    if not isinstance(model, WeightsFile):
+        refuse_writing_onto(model_file(model), output)
     weights = model if isinstance(model, WeightsFile) else _load(model)
     g = weights.geometry
     module = LayersModule(weights).eval()
@@ -216,7 +219,14 @@ def _check_export(path: Path, weights: WeightsFile, count: int) -> None:
     geometry = Geometry.of(weights.geometry)
     obs, masks = random_positions(geometry, count, np.random.default_rng(0))
     got = onnx_logits(path, obs, masks)
-    expected = forward_layers(weights.layers, weights.params, obs)
+    with np.errstate(over="ignore", invalid="ignore"):  # reported below, in one line
+        expected = forward_layers(weights.layers, weights.params, obs)
+    overflowing = int((~np.isfinite(expected)).any(axis=1).sum())
+    if overflowing:
+        raise ValueError(
+            "the network's logits are not finite (inf or nan: its arithmetic overflows float32) "
+            f"on {overflowing} of the {count} check positions: no graph can reproduce them"
+        )
     expected = np.where(masks > 0, expected, MASKED_LOGIT)
     error = float(np.max(np.abs(got - expected) / (1 + np.abs(expected))))
     if not error <= 1e-4:

@@ -133,3 +133,37 @@ def test_exported_agent_in_kaggle_environments(tmp_path: Path) -> None:
     for board in boards:
         agent({"board": board.to_kaggle(), "mark": board.mark}, config)
     assert (time.perf_counter() - started) / len(boards) < 0.2
+
+
+@pytest.mark.parametrize("command", ["export-kaggle", "export-onnx"])
+@pytest.mark.parametrize("name", ["same path", "relative path", "symbolic link", "hard link"])
+def test_an_export_never_writes_onto_its_model(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    command: str,
+    name: str,
+) -> None:
+    from connectx_gym import cli
+    from connectx_gym.files import SHIPPED_WEIGHTS, shipped_weights
+
+    model = tmp_path / "model.npz"
+    model.write_bytes(shipped_weights(next(iter(SHIPPED_WEIGHTS))).read_bytes())
+    before = model.read_bytes()
+    source, output = str(model), str(model)
+    if name == "relative path":
+        monkeypatch.chdir(tmp_path)
+        output = f"../{tmp_path.name}/./model.npz"
+    elif name == "symbolic link":
+        (tmp_path / "link.npz").symlink_to(model)
+        source = str(tmp_path / "link.npz")
+    elif name == "hard link":
+        (tmp_path / "other.npz").hardlink_to(model)
+        output = str(tmp_path / "other.npz")
+    status = cli.main([command, source, "-o", output])
+    error = capsys.readouterr().err.strip()
+    assert status != 0
+    assert len(error.splitlines()) == 1
+    assert "it is the model being exported" in error
+    assert model.read_bytes() == before
+    assert {path.name for path in tmp_path.iterdir()} <= {"link.npz", "model.npz", "other.npz"}

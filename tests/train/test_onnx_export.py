@@ -3,6 +3,7 @@ weights-only .npz, with a dynamic batch; bad input ends in one-line errors."""
 
 from __future__ import annotations
 
+import json
 import re
 import sys
 import warnings
@@ -205,3 +206,42 @@ def test_shipped_weights_export_by_name_as_export_kaggle_does(tmp_path, capsys):
     assert cli.main(["export-onnx", "ppo", "-o", str(output), "--check", "20"]) == 0
     assert output.is_file()
     assert "wrote" in capsys.readouterr().out
+
+
+def _logits_growing_with_stones(scale: float) -> WeightsFile:
+    """A 4x4 network (5 in a row: no game ends before the board is full) whose logits are
+    ``scale`` times the stones."""
+    return WeightsFile(
+        Geometry(4, 4, 5),
+        [{"op": "flatten"}, {"op": "linear", "weight": "w", "bias": "b"}],
+        {"w": np.full((4, 32), scale, np.float32), "b": np.zeros(4, np.float32)},
+    )
+
+
+def test_a_network_whose_logits_overflow_is_one_clear_line(tmp_path, capsys):
+    # finite on the probes (at most 12 stones), inf from 14 stones on: loaded, then the check
+    # positions (up to 15 stones) find the overflow
+    late = save_weights(_logits_growing_with_stones(3.4e38 / 13.5), tmp_path / "late.npz")
+    status = cli.main(["export-onnx", str(late), "-o", str(tmp_path / "a.onnx"), "--check", "300"])
+    error = capsys.readouterr().err.strip()
+    assert status != 0
+    assert len(error.splitlines()) == 1
+    assert re.search(r"logits are not finite .* on \d+ of the 300 check positions", error)
+    assert "nan" not in error.replace("inf or nan", "")
+    # inf on the probes already: refused when the file is read, naming it
+    early = tmp_path / "early.npz"
+    np.savez(
+        early,
+        __meta__=np.array(json.dumps(_logits_growing_with_stones(1.0).meta)),
+        w=np.full((4, 32), 3.4e38 / 3.5, np.float32),
+        b=np.zeros(4, np.float32),
+    )
+    status = cli.main(["export-onnx", str(early), "-o", str(tmp_path / "a.onnx")])
+    error = capsys.readouterr().err.strip()
+    assert status != 0
+    assert re.search(
+        r"early\.npz is not a connectx-gym weights file: the network's logits are "
+        r"not finite",
+        error,
+    )
+    assert not (tmp_path / "a.onnx").exists()
