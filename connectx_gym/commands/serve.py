@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from connectx_gym.commands import CommandError, bounded_int, positive_float
-from connectx_gym.serve import MAX_MOVE_TIMEOUT
+from connectx_gym.serve.worker import MAX_MOVE_TIMEOUT
 
 __all__ = ["add_arguments", "run"]
 

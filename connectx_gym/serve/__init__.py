@@ -11,11 +11,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from flask import Flask
 
-__all__ = ["MAX_MOVE_TIMEOUT", "SERVE_HINT", "create_app"]
+__all__ = ["SERVE_HINT", "create_app"]
 
 SERVE_HINT = 'connectx serve needs Flask: pip install "connectx-gym[serve]"'
-#: The longest a request may wait for its search, in seconds (``--move-timeout``).
-MAX_MOVE_TIMEOUT = 3600.0
 
 
 def create_app(*args: Any, **kwargs: Any) -> Flask:

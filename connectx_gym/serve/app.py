@@ -30,7 +30,6 @@ from werkzeug.exceptions import HTTPException
 from connectx_gym.bitboard import Board
 from connectx_gym.deadline import DeadlineExceededError
 from connectx_gym.registry import list_policies
-from connectx_gym.serve import MAX_MOVE_TIMEOUT
 from connectx_gym.serve.access import RequestGuard
 from connectx_gym.serve.child import AgentError
 from connectx_gym.serve.policies import LIMITS, PolicyCache, SpecError, checked_spec, list_models
@@ -43,7 +42,7 @@ from connectx_gym.serve.validation import (
     read_seed,
     read_time_budget,
 )
-from connectx_gym.serve.worker import SearchWorker, WorkerBusyError
+from connectx_gym.serve.worker import MAX_MOVE_TIMEOUT, SearchWorker, WorkerBusyError
 
 __all__ = [
     "MAX_PAGE_CELLS",
@@ -140,7 +139,7 @@ def create_app(
 
     ``opponent`` is the page's default opponent; ``models`` the only directory saved agents are
     loaded from (None: none are); ``move_timeout`` bounds each request's wait for a search, and
-    the search itself (at most :data:`~connectx_gym.serve.MAX_MOVE_TIMEOUT`);
+    the search itself (at most :data:`~connectx_gym.serve.worker.MAX_MOVE_TIMEOUT`);
     ``analysis_budget`` is the solver's default time budget in seconds; ``max_waiting`` searches
     may wait behind the running one. Requests must address this machine or ``host`` (the
     address it listens on) and come from its own page or a page of ``allow_origins``

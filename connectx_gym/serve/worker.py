@@ -19,7 +19,11 @@ from typing import Any
 
 from connectx_gym.deadline import search_deadline
 
-__all__ = ["SearchWorker", "WorkerBusyError"]
+__all__ = ["MAX_MOVE_TIMEOUT", "SearchWorker", "WorkerBusyError"]
+
+#: The longest a request may wait for its search, in seconds (``--move-timeout``): far beyond any
+#: search the server allows, and well within what thread waits take.
+MAX_MOVE_TIMEOUT = 3600.0
 
 
 class WorkerBusyError(RuntimeError):

@@ -19,7 +19,7 @@ pytest.importorskip("flask", reason='the serve extra is not installed: pip insta
 
 from werkzeug.serving import make_server
 
-from connectx_gym.serve import MAX_MOVE_TIMEOUT, create_app
+from connectx_gym.serve import create_app
 from connectx_gym.serve.access import RequestGuard, normal_origin
 from connectx_gym.serve.policies import LIMITS
 from connectx_gym.serve.server import READ_TIMEOUT, request_handler
@@ -30,6 +30,7 @@ from connectx_gym.serve.validation import (
     nesting_depth,
     read_json,
 )
+from connectx_gym.serve.worker import MAX_MOVE_TIMEOUT
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "serve.md"
 EMPTY = {"board": [0] * 42}
