@@ -32,7 +32,8 @@ import numpy as np
 import torch
 from bench_phases import SMOKE, describe_run, phase_table
 
-from connectx_train.config import TrainConfig, add_arguments, config_from_args
+from connectx_train.config import TrainConfig
+from connectx_train.config_cli import add_arguments, config_from_args
 from connectx_train.devices import machine_summary, resolve_device
 
 if TYPE_CHECKING:
@@ -125,7 +126,7 @@ def time_supervised_passes(device: str, count: int) -> None:
 
 def run_config(train_args: list[str], out: Path) -> Any:
     """The settings of ``connectx train train_args --out out`` (argparse's errors and exit)."""
-    from connectx_train.config import add_arguments, config_from_args
+    from connectx_train.config_cli import add_arguments, config_from_args
 
     parser = argparse.ArgumentParser(prog="gpu_check.py (flags of connectx train)")
     add_arguments(parser)

@@ -384,7 +384,7 @@ def load_teacher(
             geometry,
             count,
             teacher_seed(config),
-            workers=config.teacher_workers,
+            workers=config.labelling_workers(),
             cache=out / "teacher",
             shipped=shipped,
             log=log,

@@ -97,7 +97,7 @@ def labelling_note(config: TrainConfig, out: Path, fraction: float) -> str | Non
     todo, total = chunks_to_label(settings, count, seed, cache=out / "teacher", shipped=shipped)
     if not todo:
         return None
-    workers = max(1, min(config.teacher_workers, os.cpu_count() or 1, todo))
+    workers = max(1, min(config.labelling_workers(), os.cpu_count() or 1, todo))
     seconds = math.ceil(todo / workers) * LABEL_SECONDS_PER_CHUNK
     why = "" if total == todo else f" ({total - todo} of its {total} chunks are held already)"
     hint = (

@@ -17,13 +17,8 @@ from sb3_contrib import MaskablePPO
 
 import connectx_train.teacher as train_teacher
 from connectx_baselines.teacher_labels import TeacherSet
-from connectx_train.config import (
-    PRESETS,
-    TrainConfig,
-    add_arguments,
-    config_from_args,
-    preset_config,
-)
+from connectx_train.config import PRESETS, TrainConfig, preset_config
+from connectx_train.config_cli import add_arguments, config_from_args
 from connectx_train.model import new_model
 from connectx_train.opponents import make_vec_env
 from connectx_train.report import markdown_report
@@ -350,7 +345,7 @@ def test_presets_are_valid_configs() -> None:
         ("teacher_positions", -1, "teacher_positions must be >= 0"),
         ("teacher_epochs", 0, "teacher_epochs must be >= 1"),
         ("teacher_replay", -2, "teacher_replay must be >= 0"),
-        ("teacher_workers", 0, "teacher_workers must be >= 1"),
+        ("teacher_workers", -1, "teacher_workers must be >= 0"),
         ("teacher_book", "opening:-1", "copies of the opening book must be a whole number"),
         ("teacher_book", "opening:2:0", "positions of the opening book must be a whole number"),
         ("teacher_book", "opening:x", "copies of the opening book must be a whole number"),

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from connectx_gym.commands import CommandError
-from connectx_train.config import add_arguments as _add_config_arguments
+from connectx_train.config_cli import add_arguments as _add_config_arguments
 
 __all__ = ["add_arguments", "run"]
 
@@ -19,31 +18,29 @@ EXIT_INTERRUPTED = 130
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    _add_config_arguments(parser)  # connectx_train.config needs no torch
+    _add_config_arguments(parser)  # connectx_train.config_cli needs no torch
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectx_train.config import TrainConfig, config_from_args
+    from connectx_train.config import TrainConfig
+    from connectx_train.config_cli import config_from_args, read_config
 
+    saved = None
+    if args.resume:
+        path = Path(args.out or TrainConfig().out) / "config.json"
+        if not path.is_file():
+            raise CommandError(f"nothing to resume: {path} does not exist")
+        try:
+            saved = read_config(path)
+        except ValueError as error:
+            raise CommandError(f"cannot resume: {error}") from None
+    config = config_from_args(args, saved)  # bad settings fail here, before torch loads
     try:
         from connectx_train.trainer import RunInterruptedError, train
     except ImportError as error:
         raise CommandError(
             f'training needs the train extra: pip install "connectx-gym[train]" ({error})'
         ) from None
-    base = None
-    if args.resume:
-        saved = Path(args.out or TrainConfig().out) / "config.json"
-        if not saved.is_file():
-            raise CommandError(f"nothing to resume: {saved} does not exist")
-        try:
-            data = json.loads(saved.read_text())
-            base = TrainConfig.from_json(data)
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            raise CommandError(
-                f"cannot resume: {saved} is not a saved config ({error!r})"
-            ) from None
-    config = config_from_args(args, base)
     try:
         report = train(config)
     except RunInterruptedError as stop:
