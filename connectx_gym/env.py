@@ -17,7 +17,10 @@ from connectx_gym.policy import Policy, RandomPolicy, Struct, validate_answer
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
-__all__ = ["ConnectXEnv"]
+__all__ = ["NO_OPPONENT_ACTION", "ConnectXEnv"]
+
+#: ``info["opponent_action"]`` when the opponent did not move (as in the batched env).
+NO_OPPONENT_ACTION = -1
 
 OpponentSpec = str | Policy | Callable[..., Any]
 
@@ -108,8 +111,10 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
 
     ## Information
     ``info`` holds ``action_mask`` (``int8``), ``agent_mark`` (1 or 2), ``opponent_action`` (the
-    opponent's column in this step or the reset, or None); when the episode ends, ``winner`` (mark,
-    or 0 for a draw) and, for an illegal move, ``illegal_action`` (True).
+    opponent's column in this step or the reset, -1 when it did not move); when the episode ends,
+    ``winner`` (mark, or 0 for a draw) and, for an illegal move, ``illegal_action`` (True). Each
+    key holds values of one type in every episode (``int`` for the numbers), so that Gymnasium's
+    own vector envs (``gym.make_vec``) can stack them.
 
     ## Arguments
     - ``rows=6, columns=7, inarow=4``: the board, any whole numbers >= 1 up to 1024, with at most
@@ -244,7 +249,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self.opponent.reset()
         if self.opening_plies:
             self._random_opening()
-        opponent_action = None
+        opponent_action = NO_OPPONENT_ACTION
         if 1 + self._moves % 2 != self.agent_mark:  # mark 1 moves after an even number of stones
             opponent_action = self._opponent_move()
             self._ended_by_opening = self._done
@@ -266,13 +271,13 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
             if self._ended_by_opening:
                 self._ended_by_opening = False
                 reward = -1.0 if self._winner == 3 - self.agent_mark else 0.0
-                return self._planes.copy(), reward, True, False, self._info(None)
+                return self._planes.copy(), reward, True, False, self._info(NO_OPPONENT_ACTION)
             raise RuntimeError("no game in progress (it ended or never started): call reset()")
         column = action if type(action) is int else self._column(action)
         if not (0 <= column < self._columns and self._heights[column] < self._rows):
             return self._illegal(column)
         reward = 0.0
-        opponent_action = None
+        opponent_action = NO_OPPONENT_ACTION
         if self._play(column, 0):
             reward = 1.0
         elif not self._done:
@@ -304,7 +309,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self._done = True
         self._winner = 3 - self.agent_mark
         self._legal[:] = 0
-        info = self._info(None)
+        info = self._info(NO_OPPONENT_ACTION)
         info["illegal_action"] = True
         return self._planes.copy(), -1.0, True, False, info
 
@@ -349,7 +354,7 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         self._play(answer, 1)
         return answer
 
-    def _info(self, opponent_action: int | None) -> dict[str, Any]:
+    def _info(self, opponent_action: int) -> dict[str, Any]:
         info: dict[str, Any] = {
             "action_mask": self._legal.copy(),
             "agent_mark": self.agent_mark,

@@ -70,7 +70,7 @@ def play_checked_episode(
 ) -> tuple[float, int]:
     """One episode with random masked moves, checking every state; returns (reward, winner)."""
     obs, info = env.reset(seed=seed, options=options or None)
-    moves: list[int] = [] if info["opponent_action"] is None else [info["opponent_action"]]
+    moves: list[int] = [] if info["opponent_action"] == -1 else [info["opponent_action"]]
     opening_ended_game = check_state(env, obs, info, moves, None).is_terminal()
     while True:
         if opening_ended_game:  # the opponent's first move ended the game: step reports it
@@ -81,7 +81,7 @@ def play_checked_episode(
             action = rnd.choice(legal_columns(info["action_mask"]))
             obs, reward, terminated, truncated, info = env.step(action)
             moves.append(action)
-        if info["opponent_action"] is not None:
+        if info["opponent_action"] != -1:
             moves.append(info["opponent_action"])
         board = check_state(env, obs, info, moves, terminated)
         assert truncated is False
@@ -212,7 +212,7 @@ def test_opening_move_that_ends_the_game_is_reported_by_the_next_step(
     np.testing.assert_array_equal(after, obs)
     assert (step_reward, terminated, truncated) == (reward, True, False)
     assert info["winner"] == winner
-    assert info["opponent_action"] is None
+    assert info["opponent_action"] == -1
     with pytest.raises(RuntimeError, match="reset"):
         env.step(0)
 
@@ -285,7 +285,7 @@ def test_agent_mark_one_starts_on_an_empty_board() -> None:
     env = ConnectXEnv(agent_mark=1)
     obs, info = env.reset(seed=3)
     assert not obs.any()
-    assert info["opponent_action"] is None
+    assert info["opponent_action"] == -1
     assert info["agent_mark"] == 1
     assert env.kaggle_observation() == {"board": [0] * 42, "mark": 1}
 
@@ -343,7 +343,7 @@ def test_illegal_action_lose() -> None:
     assert (reward, terminated, truncated) == (-1.0, True, False)
     assert info["illegal_action"] is True
     assert info["winner"] == 2
-    assert info["opponent_action"] is None
+    assert info["opponent_action"] == -1
     assert not info["action_mask"].any()
     np.testing.assert_array_equal(after, obs)
     with pytest.raises(RuntimeError):

@@ -78,9 +78,8 @@ def test_every_board_follows_the_single_env(rows, columns, inarow, opponent_clas
 def check_info(i: int, infos: dict, info: dict) -> None:
     np.testing.assert_array_equal(infos["action_mask"][i], info["action_mask"])
     assert infos["agent_mark"][i] == info["agent_mark"]
-    expected = -1 if info["opponent_action"] is None else info["opponent_action"]
-    assert infos["opponent_action"][i] == expected
-    assert infos["_opponent_action"][i] == (info["opponent_action"] is not None)
+    assert infos["opponent_action"][i] == info["opponent_action"]  # -1 where it did not move
+    assert infos["_opponent_action"][i] == (info["opponent_action"] != -1)
 
 
 def check_board(i: int, observations: np.ndarray, infos: dict, obs: np.ndarray, info: dict) -> None:
@@ -222,22 +221,22 @@ def test_per_board_opponents_change_at_each_boards_next_game():
 )
 @pytest.mark.parametrize("spec", ["onestep", "minimax:depth=3", "negamax:depth=4"])
 def test_batched_search_opponents_score_like_the_single_ones(rows, columns, inarow, spec):
-    from connectx_baselines.batch_actors import MINIMAX, NEGAMAX, ONESTEP, batch_scores
+    from connectx_baselines.batch_actors import Search, batch_scores
 
     geometry = Geometry(rows, columns, inarow)
     rng = np.random.default_rng(0)
     batch, boards = random_batch(geometry, 12, seed=0)
     policy = make_policy(spec)
-    kind = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}[policy.name]
-    if kind == MINIMAX:
+    search = Search[policy.name.upper()]
+    if search == Search.MINIMAX:
         own, other = policy.weights.arrays(inarow)
-        scores = batch_scores(kind, batch, policy.depth, own, other)
+        scores = batch_scores(search, batch, policy.depth, own, other)
         expected = [policy._search(b, exact=False) for b in boards]
     else:
         own = other = np.zeros(inarow + 1)
-        if kind == ONESTEP:
+        if search == Search.ONESTEP:
             own, other = policy.weights.arrays(inarow)
-        scores = batch_scores(kind, batch, getattr(policy, "depth", 1), own, other)
+        scores = batch_scores(search, batch, getattr(policy, "depth", 1), own, other)
         expected = [policy.scores(b) for b in boards]
     np.testing.assert_array_equal(scores, np.array(expected))
     columns_played = choose_columns(policy, batch, rng, spec)
