@@ -13,8 +13,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from connectx_baselines.teacher_book import BOOKS
-
 __all__ = [
     "NO_BOOKS",
     "BookUse",
@@ -42,6 +40,8 @@ class BookUse:
 def parse_teacher_books(text: str) -> tuple[BookUse, ...]:
     """``"opening:2:1929,early:1"`` -> its :class:`BookUse` items, in order; ``ValueError`` naming
     the item at fault (an unknown book, a count that is not a positive integer, a book twice)."""
+    from connectx_baselines.teacher_book import BOOKS  # the solver's modules: not for --help
+
     if text.strip().lower() == NO_BOOKS:
         return ()
     uses: list[BookUse] = []
