@@ -20,7 +20,7 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "strong": (
         "the settings that made the shipped policy 'ppo': a bigger network taught by the exact "
         "solver, then PPO against minimax up to depth 4, alphabeta to depth 6 and 8 and itself, "
-        "its last two weights averaged; hours on 2 CPU cores, no time bound, resumable "
+        "its last two weights averaged; no time bound, resumable "
         "(docs/experiments/strong_report.md)",
         {
             "out": "runs/strong",
