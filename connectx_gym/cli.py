@@ -144,7 +144,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         if os.environ.get("CONNECTX_DEBUG"):
             raise
         message = " ".join(str(error).split()) or type(error).__name__
-        if not isinstance(error, (ValueError, TypeError, OSError, ImportError, LookupError)):
+        from connectx_gym.commands import CommandError
+
+        plain = (ValueError, TypeError, OSError, ImportError, LookupError, CommandError)
+        if not isinstance(error, plain):
             message = f"{type(error).__name__}: {message}"
         if isinstance(error, RecursionError | MemoryError | OverflowError):
             message = f"{type(error).__name__}: {message}"

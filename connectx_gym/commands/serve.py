@@ -61,10 +61,18 @@ move_timeout.__name__ = "number"
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectx_gym.serve import create_app
-    from connectx_gym.serve.access import normal_origin
-    from connectx_gym.serve.app import patient
+    try:
+        from werkzeug.serving import run_simple
 
+        from connectx_gym.serve.access import normal_origin
+        from connectx_gym.serve.app import close_app, create_app, patient
+        from connectx_gym.serve.server import request_handler
+    except ImportError as error:
+        if (error.name or "").partition(".")[0] not in ("flask", "werkzeug"):
+            raise
+        raise CommandError(
+            f'the page needs Flask: pip install "connectx-gym[serve]" ({error})'
+        ) from None
     if args.models is not None and not Path(args.models).is_dir():
         raise CommandError(f"--models {args.models}: not a directory")
     for origin in args.allow_origin:
@@ -79,11 +87,6 @@ def run(args: argparse.Namespace) -> int:
         host=args.host,
         allow_origins=args.allow_origin,
     )
-    from werkzeug.serving import run_simple
-
-    from connectx_gym.serve.app import close_app
-    from connectx_gym.serve.server import request_handler
-
     try:
         with patient(app, WARM_UP_SECONDS):
             _warm_up(app, args.opponent)

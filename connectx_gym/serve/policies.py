@@ -53,6 +53,9 @@ LIMITS: dict[str, float] = {
     "fallback_depth": 12,
     "node_limit": 50_000_000,
     "table_bits": 22,  # 67 MB a table: the cache's 16 policies stay near 1 GB
+    "simulations": 100_000,  # mcts: a tree of well under a million nodes
+    "rollouts": 64,  # mcts: random games per leaf, each simulation's work
+    "batch": 256,  # mcts: leaves per call of its network
 }
 #: Full-width searches (``depth``) may visit at most about this many leaves, ``columns ** depth``:
 #: a few seconds at most (compiled; on boards beyond 64 bits, plain Python: MAX_LEAVES_PLAIN).

@@ -237,6 +237,10 @@ def test_finished_games_are_refused(client, endpoint) -> None:
         ("alphabeta:time_budget=100", 400, "time_budget must be <= 5"),
         ("solver:table_bits=40", 400, "table_bits must be <= 22"),
         ("solver:table_bits=30", 400, "table_bits must be <= 22"),
+        ("mcts:simulations=1000000", 400, "simulations must be <= 100000"),
+        ("mcts:time_budget=60", 400, "time_budget must be <= 5"),
+        ("mcts:rollouts=1000", 400, "rollouts must be <= 64"),
+        ("mcts:net=ppo,batch=100000", 400, "batch must be <= 256"),
         ("minimax:bogus=1", 400, "does not take"),
         ("minimax:depth='x'", 400, "depth"),
         ("minimax~2", 400, "noise"),
@@ -454,3 +458,4 @@ def test_serve_command_refuses_bad_input_in_one_line(
     err = capsys.readouterr().err
     assert message in err
     assert "Traceback" not in err
+    assert "CommandError" not in err  # the message alone, as for every other one-line error

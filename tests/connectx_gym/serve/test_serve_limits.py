@@ -132,6 +132,7 @@ def app(models: Path):
     # Load the kernels before the tests' clocks: the first solver and alphabeta of a process
     # compile or load them.
     make_policy("solver:time_budget=0.2").scores(Board.from_moves(Geometry(), [3]))
+    make_policy("mcts:net=ppo,simulations=2")  # compiles or loads its kernels
     app = create_app("random", models=models, move_timeout=1.5, max_waiting=2)
     client = app.test_client()
     for _ in range(5):  # a request may time out while the policy is made (and kept)
@@ -162,14 +163,19 @@ def timed_post(client, path: str, body: dict) -> tuple[int, dict, float]:
     [
         ("/api/analyse", {"time_budget": 5}),  # the solver, then its alpha-beta fallback
         ("/api/move", {"mark": 2, "opponent": "alphabeta:time_budget=5"}),
+        # The most simulations allowed: minutes with the network, or with the most rollouts.
+        ("/api/move", {"mark": 2, "opponent": "mcts:net=ppo,simulations=100000"}),
+        ("/api/move", {"mark": 2, "opponent": "mcts:simulations=100000,rollouts=64"}),
     ],
 )
 @pytest.mark.slow
 def test_a_search_answered_503_stops_at_once(app, path: str, body: dict) -> None:
     client = app.test_client()
     status, data, seconds = timed_post(client, path, {**position([3]), **body})
-    # Alpha-beta may answer in time with the depth it reached before the request's deadline.
+    # Alpha-beta and MCTS may answer in time with what they searched before the deadline.
     assert status == 503 or (path == "/api/move" and status == 200), data
+    if status == 200 and data["opponent"].startswith("mcts"):
+        assert data["info"]["stopped"] == "time", data["info"]
     assert status == 200 or "no answer within 1.5 s" in data["error"]
     assert seconds < 2.5
     # The search stopped with its request: the next one is answered at once, not after 5 s.
