@@ -232,6 +232,19 @@ class Geometry:
         return f"Geometry(rows={self.rows}, columns={self.columns}, inarow={self.inarow})"
 
 
+def _completed_by_a_top_stone(geometry: Geometry, grid: np.ndarray, stones: int) -> bool:
+    """Whether the lines of ``stones`` (one player's) could all have been completed by the last
+    move: some stone of theirs on top of its column, once taken away, leaves them no line."""
+    filled = grid != 0
+    columns = np.flatnonzero(filled.any(axis=0))
+    tops = np.argmax(filled[:, columns], axis=0)  # the row of each column's top stone
+    for row, column in zip(tops.tolist(), columns.tolist(), strict=True):
+        bit = 1 << int(geometry._bit_of_cell[row * geometry.columns + column])
+        if stones & bit and not geometry.has_line(stones & ~bit):
+            return True
+    return False
+
+
 class Board(NamedTuple):
     """An immutable ConnectX position, seen from the player to move.
 
@@ -271,8 +284,10 @@ class Board(NamedTuple):
 
         The player to move is the one with fewer stones (mark 1 on a tie); ``mark``, if given, must
         agree. Raises ``ValueError`` for a board that no legal game reaches because of floating
-        stones, wrong stone counts, values other than 0, 1, 2, or a line of the player to move (the
-        game would have ended); subtler unreachable boards are not detected.
+        stones, wrong stone counts, values other than 0, 1, 2, a line of the player to move, or a
+        line of the other player that no last move of theirs (a stone on top of a column) could
+        have completed (either way the game would have ended earlier); subtler unreachable boards
+        are not detected.
         """
         geometry = Geometry.of(config)
         cells = np.asarray(board, dtype=np.int64)
@@ -297,6 +312,13 @@ class Board(NamedTuple):
             raise ValueError(
                 f"mark {to_move}, the player to move, already has {geometry.inarow} in a row: "
                 "the game would have ended before the last move"
+            )
+        last = 3 - to_move
+        theirs = geometry.pack(grid == last)
+        if geometry.has_line(theirs) and not _completed_by_a_top_stone(geometry, grid, theirs):
+            raise ValueError(
+                f"mark {last} has {geometry.inarow} in a row without any of its top stones: "
+                "the game would have ended before its last move"
             )
         return cls(geometry, mine, geometry.pack(filled), ones + twos)
 

@@ -7,6 +7,8 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connectx_gym import Board, Geometry, Struct
 
@@ -64,3 +66,71 @@ def test_from_kaggle_accepts_a_finished_game() -> None:
     assert board.mark == 2
     assert board.winner() == 1
     assert board.is_terminal()
+
+
+def test_from_kaggle_refuses_a_line_no_last_move_completed() -> None:
+    # mark 1 has three on the bottom row, but its only top stone (column 2) is above them
+    cells = [0, 0, 0, 0, 0, 0, 0, 0, 2, 2, 1, 0, 1, 1, 1, 2]  # 4x4, 3 in a row
+    with pytest.raises(ValueError, match="mark 1 has 3 in a row without any of its top stones"):
+        Board.from_kaggle(cells, {"rows": 4, "columns": 4, "inarow": 3})
+
+
+def _slow_lines(grid: list[list[int]], mark: int, inarow: int) -> bool:
+    """Whether ``mark`` has ``inarow`` in a row on ``grid``: every cell, every direction."""
+    rows, columns = len(grid), len(grid[0])
+    for row in range(rows):
+        for column in range(columns):
+            for dr, dc in ((0, 1), (1, 0), (1, 1), (1, -1)):
+                cells = [(row + k * dr, column + k * dc) for k in range(inarow)]
+                if all(0 <= r < rows and 0 <= c < columns and grid[r][c] == mark for r, c in cells):
+                    return True
+    return False
+
+
+def _slow_acceptable(grid: list[list[int]], inarow: int) -> bool:
+    """A gravity board of alternating stones is acceptable when the player to move has no line
+    and the other has none, or none once one of its column-top stones is taken back."""
+    ones = sum(row.count(1) for row in grid)
+    twos = sum(row.count(2) for row in grid)
+    to_move, last = (1, 2) if ones == twos else (2, 1)
+    if _slow_lines(grid, to_move, inarow):
+        return False
+    if not _slow_lines(grid, last, inarow):
+        return True
+    for column in range(len(grid[0])):
+        top = next((row for row in range(len(grid)) if grid[row][column]), None)
+        if top is not None and grid[top][column] == last:
+            grid[top][column] = 0
+            without = not _slow_lines(grid, last, inarow)
+            grid[top][column] = last
+            if without:
+                return True
+    return False
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    size=st.sampled_from([(4, 4, 3), (4, 5, 3), (5, 4, 4), (3, 6, 3), (5, 5, 3)]),
+    data=st.data(),
+)
+def test_from_kaggle_accepts_exactly_what_a_slow_reference_accepts(
+    size: tuple[int, int, int], data: st.DataObject
+) -> None:
+    rows, columns, inarow = size
+    grid = [[0] * columns for _ in range(rows)]
+    heights = [0] * columns
+    moves = data.draw(st.lists(st.integers(0, columns - 1), max_size=rows * columns))
+    placed = 0
+    for column in moves:  # alternating stones under gravity, lines or not
+        if heights[column] < rows:
+            heights[column] += 1
+            grid[rows - heights[column]][column] = 1 + placed % 2
+            placed += 1
+    expected = _slow_acceptable(grid, inarow)
+    config = {"rows": rows, "columns": columns, "inarow": inarow}
+    cells = [cell for row in grid for cell in row]
+    if expected:
+        Board.from_kaggle(cells, config)
+    else:
+        with pytest.raises(ValueError, match="in a row"):
+            Board.from_kaggle(cells, config)
