@@ -452,10 +452,10 @@ class TrainConfig:
         unknown = sorted(set(data) - set(names))
         if unknown:
             raise ValueError(f"unknown setting(s) {', '.join(map(repr, unknown))}")
-        data = {**added_later(), **data}
-        values = {k: tuple(v) if isinstance(v, list) else v for k, v in data.items()}
+        values: dict[str, Any] = {**added_later(), **data}
         for name, value in values.items():
             check_setting_type(name, str(names[name].type), value)
+            values[name] = tuple(value) if isinstance(value, list) else value
         return cls(**values)
 
     def save(self, path: Path) -> None:

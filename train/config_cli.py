@@ -41,10 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="start from the settings in FILE, the config.json a run writes into its --out "
         "(flags given beside it override them)",
     )
+    defaults = TrainConfig()
     for f in fields(TrainConfig):
         declared = declaration(f)
         flag = "--" + f.name.replace("_", "-")
-        default = f.default if f.default is not dataclasses.MISSING else f.default_factory()
+        default = getattr(defaults, f.name)
         shown = declared.default_text or (
             " ".join(map(str, default)) if isinstance(default, tuple) else default
         )
@@ -70,8 +71,8 @@ def config_from_args(args: argparse.Namespace, saved: TrainConfig | None = None)
     ``--config`` file's settings, else the ``--preset``'s, else the defaults."""
     preset, config_file = getattr(args, "preset", None), getattr(args, "config", None)
     if saved is not None and (preset is not None or config_file is not None):
-        given = "--preset" if preset is not None else "--config"
-        raise ValueError(f"{given} cannot be combined with --resume: a run keeps its settings")
+        start = "--preset" if preset is not None else "--config"
+        raise ValueError(f"{start} cannot be combined with --resume: a run keeps its settings")
     if preset is not None and config_file is not None:
         raise ValueError("--preset and --config are both starting points: give one of them")
     if saved is not None:
@@ -83,7 +84,7 @@ def config_from_args(args: argparse.Namespace, saved: TrainConfig | None = None)
         base = preset_config(preset)
     else:
         base = TrainConfig()
-    given = {}
+    given: dict[str, Any] = {}
     for f in fields(TrainConfig):
         value = getattr(args, f.name, None)
         if value is not None:

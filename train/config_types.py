@@ -70,6 +70,7 @@ class Setting:
     max_items: int | None = None
     choices: tuple[str, ...] | None = None
     check: Callable[[Any], object] | None = None
+    #: the value of :func:`setting`'s ``added_later``, when ``has_added_later``
     added_later: Any = None
     has_added_later: bool = False
     metavar: str | None = None
@@ -98,11 +99,11 @@ def setting(
     ``help`` is the flag's help text and ``group`` its help group (a title of
     :data:`connectx_train.help_text.GROUPS`). Numbers (and the items of a tuple of numbers) lie in
     ``bounds`` ``(low, high)``, both included (``low`` excluded with ``low_excluded``; floats
-    finite); text is one of
-    ``choices``; ``check`` raises ``ValueError`` for a bad text (or item of a tuple). ``on_resume``:
-    :class:`OnResume`. ``added_later``: the value that keeps a run saved before the setting existed
-    as it was, where the default would change it. ``repeatable``: the flag is given once per item
-    (``--opponent A --opponent B``) instead of taking several values.
+    finite); text is one of ``choices``; ``check`` raises ``ValueError`` for a bad text (or item of
+    a tuple); a tuple has at most ``max_items``. ``on_resume``: :class:`OnResume`. ``added_later``:
+    the value that keeps a run saved before the setting existed as it was, where the default would
+    change it. ``repeatable``: the flag is given once per item (``--opponent A --opponent B``)
+    instead of taking several values.
     """
     low, high = bounds if bounds is not None else (None, None)
     declared = Setting(
@@ -229,5 +230,6 @@ def _item_kind(annotation: str) -> str:
 def _fits(kind: str, value: Any) -> bool:
     if kind == "bool" or isinstance(value, bool):
         return kind == "bool" and isinstance(value, bool)
-    accepted = {"int": int, "float": (int, float), "str": str}.get(kind, object)
-    return isinstance(value, accepted)
+    if kind == "float":
+        return isinstance(value, int | float)
+    return isinstance(value, {"int": int, "str": str}.get(kind, object))
