@@ -198,21 +198,32 @@ class NumpyNetPolicy(Policy):
         logits, legal = self._logits(board)
         return np.where(legal, logits, np.nan)
 
+    def probabilities(self, board: Board) -> np.ndarray:
+        """The softmax of the logits over the legal columns (0 elsewhere): the moves a
+        non-``deterministic`` policy samples from."""
+        logits, legal = self._logits(board)
+        return _softmax(logits, legal)
+
     def act(self, board: Board, rng: np.random.Generator) -> int:
         logits, legal = self._logits(board)
         if self.deterministic:
             return choose_best(np.where(legal, logits, np.nan), rng)
-        top = logits.max()
-        if np.isinf(top):  # +inf: one of the infinite columns; -inf: any legal column
-            chances = (logits == top) if top > 0 else legal
-            probabilities = chances / chances.sum()
-        else:
-            probabilities = np.exp(logits - top)
-            probabilities /= probabilities.sum()
+        probabilities = _softmax(logits, legal)
         return int(rng.choice(len(probabilities), p=probabilities))
 
     def __repr__(self) -> str:
         return f"NumpyNetPolicy({self.name!r}, deterministic={self.deterministic})"
+
+
+def _softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """Softmax of the legal columns' ``logits`` (-inf elsewhere); where the largest is
+    infinite, even chances among the +inf columns, or among the legal ones when none is finite."""
+    top = logits.max()
+    if np.isinf(top):
+        chances = (logits == top) if top > 0 else legal
+        return chances / chances.sum()
+    probabilities = np.exp(logits - top)
+    return probabilities / probabilities.sum()
 
 
 def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:

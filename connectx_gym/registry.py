@@ -49,6 +49,7 @@ __all__ = [
     "list_policies",
     "make_policy",
     "parse_spec",
+    "policy_parameters",
     "register_policy",
 ]
 
@@ -120,6 +121,22 @@ def _entries() -> dict[str, PolicyEntry]:
 def list_policies() -> list[str]:
     """Names of the registered policies (in code and by entry points), sorted."""
     return sorted(_entries())
+
+
+def policy_parameters(name: str) -> dict[str, Any] | None:
+    """The parameters a spec may give the registered policy ``name``, with the defaults it gets
+    (``inspect.Parameter.empty`` for one it needs); None when its factory's signature cannot be
+    read (it takes ``**kwargs``, or a builtin). Imports the factory's module."""
+    entry = _registered_entry(name, _entries())
+    try:
+        parameters = inspect.signature(entry.load()).parameters
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters.values()):
+        return None
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    found = {key: p.default for key, p in parameters.items() if p.kind in named}
+    return {**found, **{k: v for k, v in entry.defaults.items() if k in found}}
 
 
 def parse_spec(spec: str) -> tuple[str, dict[str, Any]]:

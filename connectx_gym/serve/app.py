@@ -1,6 +1,7 @@
 """The Flask app behind ``connectx serve``: the page, and a JSON API usable on its own.
 
-``POST /api/state``, ``/api/move`` and ``/api/analyse`` take a position as Kaggle shows it::
+``POST /api/state``, ``/api/move``, ``/api/analyse`` and ``/api/network`` (a network opponent's
+move probabilities, :mod:`connectx_gym.serve.network`) take a position as Kaggle shows it::
 
     {"board": [0, 0, ..., 1, 2], "rows": 6, "columns": 7, "inarow": 4, "mark": 1}
 
@@ -32,7 +33,16 @@ from connectx_gym.deadline import DeadlineExceededError
 from connectx_gym.registry import list_policies
 from connectx_gym.serve.access import RequestGuard
 from connectx_gym.serve.child import AgentError
-from connectx_gym.serve.policies import LIMITS, PolicyCache, SpecError, checked_spec, list_models
+from connectx_gym.serve.network import NO_VALUE_HEAD, network_view
+from connectx_gym.serve.policies import (
+    LIMITS,
+    PolicyCache,
+    SpecError,
+    checked_spec,
+    list_models,
+    opponent_choices,
+    runs_in_child,
+)
 from connectx_gym.serve.validation import (
     MAX_PAGE_CELLS,
     MAX_PAGE_SIDE,
@@ -175,12 +185,15 @@ def create_app(
                 f"no answer within {timeout:g} s; try a smaller depth or time budget", 503
             ) from None
 
-    def make(spec: Any, board: Board) -> Any:
+    def checked(spec: Any, board: Board) -> tuple[str, float]:
         try:
-            checked, noise = checked_spec(spec, models_dir, board.geometry)
+            return checked_spec(spec, models_dir, board.geometry)
         except SpecError as error:
             raise ApiError(str(error), error.status) from None
-        return lambda: cache.get(checked, noise, board.geometry)
+
+    def make(spec: Any, board: Board) -> Any:
+        name, noise = checked(spec, board)
+        return lambda: cache.get(name, noise, board.geometry)
 
     def body() -> Any:
         return read_json(request.stream, request.content_length)
@@ -210,6 +223,7 @@ def create_app(
     def policies() -> Any:
         return jsonify(
             default=opponent,
+            choices=opponent_choices(models_dir),
             policies=[name for name in list_policies() if name != "file"],
             models=list_models(models_dir),
             limits={**LIMITS, "side": MAX_PAGE_SIDE, "cells": MAX_PAGE_CELLS},
@@ -246,6 +260,33 @@ def create_app(
             seconds=round(seconds, 4),
             info=_plain(info),
             state=describe(after),
+        )
+
+    @app.post("/api/network")
+    def network() -> Any:
+        data = body()
+        board = read_position(data)
+        if board.is_terminal():
+            raise ApiError("the game is over: nothing to analyse")
+        spec = data.get("opponent", opponent)
+        name, noise = checked(spec, board)
+        view, seconds = None, 0.0
+        if not runs_in_child(name):  # an agent's code holds no network the server can read
+
+            def job() -> tuple[dict[str, Any] | None, float]:
+                start = time.perf_counter()
+                policy = cache.get(name, noise, board.geometry)
+                return network_view(policy, board), time.perf_counter() - start
+
+            view, seconds = run_search(job)
+        if view is None:
+            return jsonify(opponent=spec, network=None, note=f"{spec} is not a network")
+        return jsonify(
+            opponent=spec,
+            **view,
+            note=NO_VALUE_HEAD,
+            seconds=round(seconds, 4),
+            to_move=board.mark,
         )
 
     @app.post("/api/analyse")

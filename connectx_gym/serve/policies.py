@@ -22,6 +22,7 @@ Every refusal is a :class:`SpecError` with a one-line message (a 400 or 403 answ
 
 from __future__ import annotations
 
+import inspect
 import math
 import os
 from collections import OrderedDict
@@ -29,8 +30,15 @@ from pathlib import Path
 from typing import Any
 
 from connectx_gym.bitboard import Geometry
+from connectx_gym.files import SHIPPED_WEIGHTS
 from connectx_gym.policy import NoisyPolicy, Policy
-from connectx_gym.registry import check_spec, list_policies, make_policy, parse_spec
+from connectx_gym.registry import (
+    check_spec,
+    list_policies,
+    make_policy,
+    parse_spec,
+    policy_parameters,
+)
 from connectx_gym.serve.child import ChildPolicy
 from connectx_gym.serve.validation import shown
 
@@ -43,6 +51,7 @@ __all__ = [
     "SpecError",
     "checked_spec",
     "list_models",
+    "opponent_choices",
 ]
 
 #: The largest value a request may give each numeric parameter (seconds, plies, entries).
@@ -90,6 +99,59 @@ def list_models(models: Path | None) -> list[str]:
         if p.is_file() and p.suffix.lower() in SERVED_SUFFIXES and p.resolve().is_relative_to(root)
     ]
     return sorted(p.relative_to(models).as_posix() for p in found)[:500]
+
+
+def opponent_choices(models: Path | None) -> list[dict[str, Any]]:
+    """The opponents the page offers, networks first: the shipped weights (``ppo`` first) and a
+    search guided by them (``mcts:net=ppo``), the ``.npz`` networks under ``models``, the other
+    registered policies, then the ``.py`` agents under ``models``. Each is ``{"spec", "kind"}``
+    (``network``, ``policy`` or ``agent``), registered ones with ``parameters``: a list of
+    ``{"name", "default"}`` (``"required": true`` for one without a default), or None where the
+    registry cannot tell."""
+    names = [name for name in list_policies() if name != "file"]
+    shipped = sorted(SHIPPED_WEIGHTS, key=lambda name: name != "ppo")
+    saved = list_models(models)
+    networks = [
+        *({"spec": name, "kind": "network"} for name in shipped if name in names),
+        *({"spec": f"mcts:net={name}", "kind": "network"} for name in shipped if "mcts" in names),
+        *({"spec": name, "kind": "network"} for name in saved if name.lower().endswith(".npz")),
+    ]
+    others = [
+        {"spec": name, "kind": "agent" if name.startswith("kaggle:") else "policy"}
+        for name in names
+        if name not in shipped
+    ]
+    agents = [{"spec": name, "kind": "agent"} for name in saved if name.lower().endswith(".py")]
+    for choice in networks + others:
+        name, given = parse_spec(choice["spec"])
+        if name in names:
+            choice["parameters"] = _parameters(name, set(given))
+    return networks + others + agents
+
+
+def _parameters(name: str, given: set[str]) -> list[dict[str, Any]] | None:
+    """``{"name", "default"}`` (and ``"max"``, this server's cap) of each parameter of ``name``
+    that ``given`` does not hold; a default that is not a plain value is None."""
+    try:
+        found = policy_parameters(name)
+    except (ImportError, ValueError):  # a plugin whose module does not load
+        return None
+    if found is None:
+        return None
+    listed: list[dict[str, Any]] = []
+    for key, default in found.items():
+        if key in given:
+            continue
+        entry: dict[str, Any] = {"name": key}
+        if default is inspect.Parameter.empty:
+            entry["required"] = True
+        else:
+            plain = isinstance(default, str | bool | int | float) or default is None
+            entry["default"] = default if plain else None
+        if key in LIMITS:
+            entry["max"] = LIMITS[key]
+        listed.append(entry)
+    return listed
 
 
 def _model_path(name: str, models: Path | None) -> Path:

@@ -127,6 +127,23 @@ def test_sampling_policy_stays_legal() -> None:
             assert board.can_play(policy.act(board, rng))
 
 
+def test_probabilities_are_the_softmax_of_the_legal_logits() -> None:
+    geometry = Geometry()
+    policy = NumpyNetPolicy(random_weights(geometry))
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        board = random_board(geometry, rng)
+        if board.is_terminal():
+            continue
+        probabilities = policy.probabilities(board)
+        logits = policy.scores(board)  # NaN for full columns
+        legal = board.legal_mask()
+        expected = np.exp(logits[legal] - logits[legal].max())
+        np.testing.assert_allclose(probabilities[legal], expected / expected.sum(), rtol=1e-6)
+        assert (probabilities[~legal] == 0).all()
+        assert int(np.argmax(probabilities)) == policy.act(board, rng)
+
+
 def blas_threads() -> list[int]:
     return [info["num_threads"] for info in threadpool_info() if info["user_api"] == "blas"]
 

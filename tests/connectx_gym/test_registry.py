@@ -154,6 +154,21 @@ def test_parameters_defaults_spec_and_keywords_in_order() -> None:
     assert isinstance(make_policy("column"), RandomPolicy)
 
 
+def test_policy_parameters_name_what_a_spec_may_give_with_the_defaults_it_gets() -> None:
+    import inspect
+
+    from connectx_gym.registry import policy_parameters
+
+    register_policy("column", ColumnPolicy, label="default")
+    assert policy_parameters("column") == {"column": 0, "label": "default", "scale": 1.0}
+    assert policy_parameters("file")["path"] is inspect.Parameter.empty  # a spec must give it
+    register_policy("anything", lambda **kwargs: RandomPolicy())
+    assert policy_parameters("anything") is None  # it takes any name: none to list
+    assert policy_parameters("random") == {}
+    with pytest.raises(ValueError, match="unknown policy 'nosuch'"):
+        policy_parameters("nosuch")
+
+
 def test_factory_must_return_a_policy() -> None:
     register_policy("not-a-policy", lambda: "column 3")
     with pytest.raises(TypeError, match="not a Policy"):
