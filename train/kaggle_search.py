@@ -12,6 +12,7 @@ Kaggle's ``actTimeout``. numpy and the standard library only.
 from __future__ import annotations
 
 import inspect
+from pathlib import Path
 
 from connectx_baselines import _mcts_kernels as kernels_module
 from connectx_baselines import _mcts_search as search_module
@@ -22,7 +23,7 @@ from connectx_gym import bitboard
 from connectx_gym.registry import make_policy, parse_spec
 from connectx_train.export import _module_body, kaggle_source
 
-__all__ = ["is_search_spec", "search_kaggle_source"]
+__all__ = ["is_search_spec", "network_file", "search_kaggle_source"]
 
 #: The policy name whose specs export as a search.
 SEARCH_POLICY = "mcts"
@@ -121,6 +122,13 @@ def agent(obs, config):
 def is_search_spec(model: object) -> bool:
     """Whether ``model`` is a spec of the search policy (``"mcts:net=ppo,time_budget=0.5"``)."""
     return isinstance(model, str) and model.strip().split(":")[0].strip() == SEARCH_POLICY
+
+
+def network_file(spec: str) -> Path | None:
+    """The file the network of the search ``spec`` is read from (None for a registered network
+    such as ``ppo``)."""
+    net = parse_spec(spec)[1].get("net")
+    return Path(net) if isinstance(net, str) and Path(net).is_file() else None
 
 
 def search_kaggle_source(spec: str, seed: int = 0) -> str:

@@ -14,6 +14,8 @@ import pytest
 
 from connectx_gym import Board, Geometry
 from connectx_gym.cli import main
+from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
+from connectx_gym.outputs import OutputPathError
 from connectx_train.export import export_kaggle
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
@@ -110,3 +112,12 @@ def test_refuses_what_it_cannot_export(tmp_path: Path, spec: str, message: str) 
     with pytest.raises(ValueError, match=message):
         export_kaggle(spec, tmp_path / "main.py")
     assert not (tmp_path / "main.py").exists()
+
+
+def test_refuses_to_write_onto_its_network(tmp_path: Path) -> None:
+    network = tmp_path / "final.npz"
+    save_weights(load_weights(SHIPPED_WEIGHTS["ppo"]), network)
+    before = network.read_bytes()
+    with pytest.raises(OutputPathError, match="refusing to write"):
+        export_kaggle(f"mcts:net={network},simulations=8", network)
+    assert network.read_bytes() == before
