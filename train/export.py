@@ -128,17 +128,10 @@ def refuse_writing_onto(source: Path, output: Path) -> None:
 
 
 def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
-    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip``, the
-    name of shipped weights, such as ``"ppo"``, or a search with its network, such as
-    ``"mcts:net=ppo,time_budget=0.5"``: :mod:`connectx_train.kaggle_search`)."""
-    from connectx_train import kaggle_search
-
+    """Write the Kaggle agent file for ``model`` (a ``.npz`` weights file, an SB3 ``.zip`` or the
+    name of shipped weights, such as ``"ppo"``; a search with its network:
+    :func:`connectx_train.kaggle_search.export_search`)."""
     output = check_output_path(output)  # before the work: a bad path fails at once
-    if kaggle_search.is_search_spec(model):
-        network = kaggle_search.network_file(str(model))
-        if network is not None:
-            refuse_writing_onto(network, output)
-        return write_text_atomically(output, kaggle_search.search_kaggle_source(str(model)))
     source = model_file(model)
     refuse_writing_onto(source, output)  # the model's own file, by any name
     weights = load_file(source)

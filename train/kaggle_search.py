@@ -20,10 +20,11 @@ from connectx_baselines._layout import center_order
 from connectx_baselines.mcts import MCTSPolicy
 from connectx_gym import _dims as dims_module
 from connectx_gym import bitboard
+from connectx_gym.outputs import check_output_path, write_text_atomically
 from connectx_gym.registry import make_policy, parse_spec
-from connectx_train.export import _module_body, kaggle_source
+from connectx_train.export import _module_body, kaggle_source, refuse_writing_onto
 
-__all__ = ["is_search_spec", "network_file", "search_kaggle_source"]
+__all__ = ["export_search", "is_search_spec", "network_file", "search_kaggle_source"]
 
 #: The policy name whose specs export as a search.
 SEARCH_POLICY = "mcts"
@@ -171,3 +172,13 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
     )
     imports = "import math\nimport time\nimport types\nfrom typing import NamedTuple\n\n"
     return header + base[header_end:agent_start] + "\n" + imports + agent.lstrip()
+
+
+def export_search(spec: str, output: str | Path = "main.py") -> Path:
+    """Write the Kaggle agent file playing the search ``spec`` (``"mcts:net=ppo,time_budget=0.5"``)
+    to ``output``, which may not be the network's own file."""
+    output = check_output_path(output)  # before the work: a bad path fails at once
+    network = network_file(spec)
+    if network is not None:
+        refuse_writing_onto(network, output)
+    return write_text_atomically(output, search_kaggle_source(spec))

@@ -16,7 +16,7 @@ from connectx_gym import Board, Geometry
 from connectx_gym.cli import main
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.outputs import OutputPathError
-from connectx_train.export import export_kaggle
+from connectx_train.kaggle_search import export_search
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
 CONFIG = {"rows": 6, "columns": 7, "inarow": 4, "actTimeout": 2}
@@ -36,7 +36,7 @@ def observation(board: Board) -> dict:
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("export") / "main.py"
-    return export_kaggle("mcts:net=ppo,time_budget=0.1", path)
+    return export_search("mcts:net=ppo,time_budget=0.1", path)
 
 
 def test_the_file_is_self_contained(exported: Path) -> None:
@@ -110,7 +110,7 @@ def test_the_command_writes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str
 )
 def test_refuses_what_it_cannot_export(tmp_path: Path, spec: str, message: str) -> None:
     with pytest.raises(ValueError, match=message):
-        export_kaggle(spec, tmp_path / "main.py")
+        export_search(spec, tmp_path / "main.py")
     assert not (tmp_path / "main.py").exists()
 
 
@@ -119,5 +119,5 @@ def test_refuses_to_write_onto_its_network(tmp_path: Path) -> None:
     save_weights(load_weights(SHIPPED_WEIGHTS["ppo"]), network)
     before = network.read_bytes()
     with pytest.raises(OutputPathError, match="refusing to write"):
-        export_kaggle(f"mcts:net={network},simulations=8", network)
+        export_search(f"mcts:net={network},simulations=8", network)
     assert network.read_bytes() == before

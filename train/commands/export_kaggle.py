@@ -21,7 +21,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from connectx_train.export import export_kaggle
+    from connectx_train.kaggle_search import export_search, is_search_spec
 
-    path = export_kaggle(args.model, args.output)
+    if is_search_spec(args.model):
+        path = export_search(args.model, args.output)
+    else:
+        path = export_kaggle(args.model, args.output)
     print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): submit it as your Kaggle agent")
     return 0
