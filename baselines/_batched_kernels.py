@@ -18,6 +18,8 @@ from numba import prange
 
 from connectx_baselines._alphabeta import deepen, move_deadline, now
 from connectx_baselines._layout import (
+    SEARCH_MINIMAX,
+    SEARCH_ONESTEP,
     STAT_ABORTED,
     STAT_BUDGET,
     STAT_INTERRUPTIBLE,
@@ -28,17 +30,16 @@ from connectx_baselines._layout import (
     TABLE_KEY,
 )
 from connectx_baselines._minimax import onestep_scores
-from connectx_baselines._resumable import MINIMAX, minimax_run, negamax_run
+from connectx_baselines._resumable import minimax_run, negamax_run
 from connectx_gym._dims import as_dims
 from connectx_gym._jit import parallel
 
-ONESTEP = 0
 #: The node budget of one board's search in a batch: the searches run to the end in one call.
 UNLIMITED = 1 << 62
 
 
 def board_scores(
-    kind: int,
+    search: int,
     current: int,
     mask: int,
     depth: int,
@@ -51,17 +52,17 @@ def board_scores(
     state: np.ndarray,
     out: np.ndarray,
 ) -> None:
-    """``out``: the per-column scores of agent ``kind`` on one board (NaN: full column), as its
+    """``out``: the per-column scores of agent ``search`` on one board (NaN: full column), as its
     policy computes them for ``act`` (minimax: only the best columns exact). ``frames``,
     ``bounds`` and ``state`` are the search's scratch arrays, reused from board to board."""
-    if kind == ONESTEP:
+    if search == SEARCH_ONESTEP:
         onestep_scores(current, mask, own_weights, other_weights, dims, out)
         return
     state[STAT_NODES] = 0
     state[STAT_BUDGET] = UNLIMITED
     state[STAT_PLY] = -1
     state[STAT_ROOT] = 0
-    if kind == MINIMAX:
+    if search == SEARCH_MINIMAX:
         minimax_run(
             current, mask, depth, False, own_weights, other_weights, order, dims, out, frames,
             bounds, state,
@@ -71,7 +72,7 @@ def board_scores(
 
 
 def _score_boards(
-    kind: int,
+    search: int,
     current: np.ndarray,
     mask: np.ndarray,
     first: int,
@@ -90,13 +91,13 @@ def _score_boards(
     other in the same scratch arrays."""
     for k in range(first, stop):
         board_scores(
-            kind, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames,
+            search, current[k], mask[k], depth, own_weights, other_weights, order, dims, frames,
             bounds, state, out[k],
         )  # fmt: skip
 
 
 def batch_scores(
-    kind: int,
+    search: int,
     current: np.ndarray,
     mask: np.ndarray,
     depth: int,
@@ -113,14 +114,14 @@ def batch_scores(
     thread. ``frames``, ``bounds`` and ``states`` hold one set of scratch arrays per part
     (their first axis); this uses the first."""
     _score_boards(
-        kind, current, mask, 0, current.shape[0], depth, own_weights, other_weights, order, dims,
+        search, current, mask, 0, current.shape[0], depth, own_weights, other_weights, order, dims,
         frames[0], bounds[0], states[0], out,
     )  # fmt: skip
 
 
 @parallel
 def batch_scores_parallel(
-    kind: int,
+    search: int,
     current: np.ndarray,
     mask: np.ndarray,
     depth: int,
@@ -140,7 +141,7 @@ def batch_scores_parallel(
     boards = current.shape[0]
     for part in prange(parts):
         _score_boards(
-            kind, current, mask, part * boards // parts, (part + 1) * boards // parts, depth,
+            search, current, mask, part * boards // parts, (part + 1) * boards // parts, depth,
             own_weights, other_weights, order, dims, frames[part], bounds[part], states[part],
             out,
         )  # fmt: skip

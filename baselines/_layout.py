@@ -16,6 +16,9 @@
   between them).
 * A transposition table is one 2-D array of one row per slot: the position's key
   (:data:`TABLE_KEY`, 0: empty) and the search's own data in the next columns.
+* A kernel shared by several searches (the batch kernels, the resumable loop) is told which one
+  to run by an argument ``search``: :data:`SEARCH_ONESTEP`, :data:`SEARCH_MINIMAX` or
+  :data:`SEARCH_NEGAMAX`.
 """
 
 from __future__ import annotations
@@ -62,6 +65,13 @@ STOPPED_TIME = 2
 
 # Column of a transposition table row holding the key of the position stored there.
 TABLE_KEY = 0
+
+
+# The searches a shared kernel runs, given as its argument ``search`` (plain integers: a compiled
+# function passed as a value would not be cached, and an enum member costs the searches time).
+SEARCH_ONESTEP = 0  # the one-step lookahead: the heuristic after each move, no search
+SEARCH_MINIMAX = 1  # the tutorials' minimax (connectx_baselines._minimax.evaluate)
+SEARCH_NEGAMAX = 2  # the ConnectX notes' negamax (connectx_baselines._negamax.evaluate)
 
 
 def center_order(columns: int) -> np.ndarray:

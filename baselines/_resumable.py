@@ -8,10 +8,12 @@ move) is decided without looking at its children, and then its value for the pla
 :func:`run` searches every root column with it, in negamax form (a node's value is the best of
 its children's values negated) with fail-soft alpha-beta, so the value of a column is exact
 whenever it lies strictly inside its window. :func:`minimax_run` and :func:`negamax_run` are the
-two searches. The evaluation is picked by an integer ``kind`` rather than passed as a function
-(numba does not cache a function that passes a compiled function on as a value): one branch a
-leaf. :func:`run` is no :func:`~connectx_gym._jit.helper` (those are compiled without numba's
-reference counting, which the evaluations' small lists need).
+two searches. The evaluation is picked by the argument ``search``
+(:data:`~connectx_baselines._layout.SEARCH_MINIMAX` or ``SEARCH_NEGAMAX``) rather than passed as
+a function (numba does not cache a function that passes a compiled function on as a value): one
+branch a leaf. :func:`run` is no
+:func:`~connectx_gym._jit.helper` (those are compiled without numba's reference counting, which
+the evaluations' small lists need).
 
 The loop keeps its own stack (numba cannot cache self-recursive functions) in the arrays of
 :mod:`connectx_baselines._layout`, and stops after a node budget: the caller runs it in chunks.
@@ -28,6 +30,8 @@ from connectx_baselines._layout import (
     BOUND_VALUE,
     FRAME_CURRENT,
     FRAME_MASK,
+    SEARCH_MINIMAX,
+    SEARCH_NEGAMAX,
     STAT_BUDGET,
     STAT_NODES,
     STAT_PLY,
@@ -38,13 +42,11 @@ from connectx_baselines._negamax import evaluate as negamax_evaluate
 from connectx_gym._dims import Dims, as_dims
 from connectx_gym.bitboard import column_mask, possible_moves, winning_cells
 
-#: Search kinds (the batch kernels' numbering: 0 is the one-step agent).
-MINIMAX, NEGAMAX = 1, 2
 _NO_WEIGHTS = np.zeros(1)
 
 
 def evaluate(
-    kind: int,
+    search: int,
     to_move: int,
     moved: int,
     mask: int,
@@ -54,8 +56,8 @@ def evaluate(
     other_weights: np.ndarray,
     d: Dims,
 ) -> tuple[bool, float]:
-    """The evaluation of search ``kind`` (:data:`MINIMAX` or :data:`NEGAMAX`)."""
-    if kind == MINIMAX:
+    """The evaluation of ``search`` (``SEARCH_MINIMAX`` or ``SEARCH_NEGAMAX``)."""
+    if search == SEARCH_MINIMAX:
         return minimax_evaluate(
             to_move, moved, mask, agent_to_move, remaining, own_weights, other_weights, d
         )
@@ -65,7 +67,7 @@ def evaluate(
 
 
 def run(
-    kind: int,
+    search: int,
     current: int,
     mask: int,
     depth: int,
@@ -82,7 +84,7 @@ def run(
     state: np.ndarray,
 ) -> bool:
     """``out[c]``: the value of root column ``c`` for the player to move (NaN: full), searched
-    ``depth`` plies deep with the evaluation of search ``kind``; values lie in
+    ``depth`` plies deep with the evaluation of ``search``; values lie in
     ``[lowest, -lowest]``.
 
     A column that wins at once is worth ``win_value`` without a search (NaN: no such rule, the
@@ -122,7 +124,7 @@ def run(
                 alpha = max(lowest, np.nextafter(best, -np.inf))
             state[STAT_NODES] += 1
             leaf, value = evaluate(
-                kind, current ^ mask, current | move, mask | move, False, depth - 1, own_weights,
+                search, current ^ mask, current | move, mask | move, False, depth - 1, own_weights,
                 other_weights, d,
             )  # fmt: skip
             if leaf:
@@ -150,7 +152,7 @@ def run(
                 node, node_mask = frames[ply, FRAME_CURRENT], frames[ply, FRAME_MASK]
                 child, child_mask = node ^ node_mask, node_mask | move
                 leaf, value = evaluate(
-                    kind, child, node | move, child_mask, ply % 2 == 0, depth - ply - 2,
+                    search, child, node | move, child_mask, ply % 2 == 0, depth - ply - 2,
                     own_weights, other_weights, d,
                 )  # fmt: skip
                 if not leaf:
@@ -191,8 +193,8 @@ def minimax_run(
     ``out`` is complete.
     """
     return run(
-        MINIMAX, current, mask, depth, exact, -np.inf, np.nan, own_weights, other_weights, order,
-        dims, out, frames, bounds, state,
+        SEARCH_MINIMAX, current, mask, depth, exact, -np.inf, np.nan, own_weights, other_weights,
+        order, dims, out, frames, bounds, state,
     )  # fmt: skip
 
 
@@ -203,6 +205,6 @@ def negamax_run(
     :mod:`connectx_baselines._negamax`; NaN when ``c`` is full. Returns False when ``state``'s node
     budget ran out first (call again to carry on), True when ``out`` is complete."""
     return run(
-        NEGAMAX, current, mask, depth, True, -2.0, 1.0, _NO_WEIGHTS, _NO_WEIGHTS, order, dims,
-        out, frames, bounds, state,
+        SEARCH_NEGAMAX, current, mask, depth, True, -2.0, 1.0, _NO_WEIGHTS, _NO_WEIGHTS, order,
+        dims, out, frames, bounds, state,
     )  # fmt: skip

@@ -26,10 +26,16 @@ import threading
 import numpy as np
 
 from connectx_baselines._alphabeta import TABLE_WIDTH
-from connectx_baselines._batched_kernels import ONESTEP
 from connectx_baselines._checks import require_depth_fits, run_stoppable
-from connectx_baselines._layout import STAT_HALT, center_order, new_frames, new_state
-from connectx_baselines._resumable import MINIMAX, NEGAMAX
+from connectx_baselines._layout import (
+    SEARCH_MINIMAX,
+    SEARCH_NEGAMAX,
+    SEARCH_ONESTEP,
+    STAT_HALT,
+    center_order,
+    new_frames,
+    new_state,
+)
 from connectx_baselines._thread_choice import ThreadChoice
 from connectx_baselines.alphabeta import AlphaBetaPolicy
 from connectx_baselines.lookahead import MinimaxPolicy, OneStepPolicy
@@ -41,6 +47,9 @@ from connectx_gym.bitboard import Geometry
 
 __all__ = [
     "ALPHABETA_TABLE_SIZE",
+    "SEARCH_MINIMAX",
+    "SEARCH_NEGAMAX",
+    "SEARCH_ONESTEP",
     "alphabeta_act_batch",
     "alphabeta_batch_scores",
     "batch_scores",
@@ -51,9 +60,9 @@ __all__ = [
 
 _NO_WEIGHTS = np.zeros(1)
 #: Rough nanoseconds of one-thread search per ``columns ** depth`` of a board (onestep: depth 1),
-#: by search kind (measured on a 2-core AMD EPYC, minimax depth 3 and 4, negamax depth 4): the
+#: by search (measured on a 2-core AMD EPYC, minimax depth 3 and 4, negamax depth 4): the
 #: estimate that decides whether a batch may be spread over threads.
-NANOSECONDS_PER_NODE = {ONESTEP: 150.0, MINIMAX: 150.0, NEGAMAX: 2.0}
+NANOSECONDS_PER_NODE = {SEARCH_ONESTEP: 150.0, SEARCH_MINIMAX: 150.0, SEARCH_NEGAMAX: 2.0}
 _thread_choice = ThreadChoice()
 #: Rows of the transposition table of each part of an ``alphabeta`` batch, emptied before each
 #: board (not a power of two: keys are ``current + mask + 1``).
@@ -85,29 +94,29 @@ def _parts(
 
 
 def batch_scores(
-    kind: int,
+    search: int,
     batch: BoardBatch,
     depth: int,
     own: np.ndarray,
     other: np.ndarray,
     threads: int | None = None,
 ) -> np.ndarray:
-    """``(n, columns)`` scores of agent ``kind`` (NaN: full columns) on every board of
+    """``(n, columns)`` scores of agent ``search`` (NaN: full columns) on every board of
     ``batch``, on ``threads`` threads (None: chosen by :class:`ThreadChoice` among one and
     numba's threads). The scores do not depend on the threads."""
     g = batch.geometry
     boards = len(batch)
     out = np.full((boards, g.columns), np.nan)
-    if kind != ONESTEP:
+    if search != SEARCH_ONESTEP:
         require_depth_fits("depth", depth, g)
-    key = (kind, depth, boards.bit_length())
-    estimate = boards * g.columns ** (1 if kind == ONESTEP else depth)
-    parts = _parts(key, g, boards, estimate * NANOSECONDS_PER_NODE[kind], threads)
+    key = (search, depth, boards.bit_length())
+    estimate = boards * g.columns ** (1 if search == SEARCH_ONESTEP else depth)
+    parts = _parts(key, g, boards, estimate * NANOSECONDS_PER_NODE[search], threads)
     frames, bounds = new_frames(depth, g)
     kernels = backend("connectx_baselines._batched_kernels", g)
     score = kernels.batch_scores_parallel if parts > 1 else kernels.batch_scores
     arguments = (
-        kind, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims_arg(g),
+        search, batch.current, batch.mask, depth, own, other, center_order(g.columns), dims_arg(g),
         np.stack([frames] * parts), np.stack([bounds] * parts),
         np.stack([new_state() for _ in range(parts)]), out,
     )  # fmt: skip
@@ -120,7 +129,7 @@ def onestep_act_batch(
 ) -> np.ndarray:
     """:meth:`OneStepPolicy.act` on every board of ``batch``."""
     own, other = policy.weights.arrays(batch.geometry.inarow)
-    return choose_best_batch(batch_scores(ONESTEP, batch, 1, own, other), rng)
+    return choose_best_batch(batch_scores(SEARCH_ONESTEP, batch, 1, own, other), rng)
 
 
 def minimax_act_batch(
@@ -128,14 +137,14 @@ def minimax_act_batch(
 ) -> np.ndarray:
     """:meth:`MinimaxPolicy.act` on every board of ``batch``."""
     own, other = policy.weights.arrays(batch.geometry.inarow)
-    return choose_best_batch(batch_scores(MINIMAX, batch, policy.depth, own, other), rng)
+    return choose_best_batch(batch_scores(SEARCH_MINIMAX, batch, policy.depth, own, other), rng)
 
 
 def negamax_act_batch(
     policy: NegamaxPolicy, batch: BoardBatch, rng: np.random.Generator
 ) -> np.ndarray:
     """:meth:`NegamaxPolicy.act` on every board of ``batch``."""
-    scores = batch_scores(NEGAMAX, batch, policy.depth, _NO_WEIGHTS, _NO_WEIGHTS)
+    scores = batch_scores(SEARCH_NEGAMAX, batch, policy.depth, _NO_WEIGHTS, _NO_WEIGHTS)
     return choose_best_batch(scores, rng)
 
 

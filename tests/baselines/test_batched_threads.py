@@ -20,9 +20,9 @@ import connectx_baselines.batch_actors
 from connectx_baselines._thread_choice import FIRST_SAMPLES, PROBE_EVERY, ThreadChoice
 from connectx_baselines.alphabeta import AlphaBetaPolicy
 from connectx_baselines.batch_actors import (
-    MINIMAX,
-    NEGAMAX,
-    ONESTEP,
+    SEARCH_MINIMAX,
+    SEARCH_NEGAMAX,
+    SEARCH_ONESTEP,
     alphabeta_batch_scores,
     batch_scores,
 )
@@ -30,7 +30,7 @@ from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.batch import batch_actor, choose_columns
 from tests.support.board_batches import random_batch
 
-KINDS = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}
+SEARCHES = {"onestep": SEARCH_ONESTEP, "minimax": SEARCH_MINIMAX, "negamax": SEARCH_NEGAMAX}
 
 
 def single_scores(spec: str, boards: list[Board]) -> np.ndarray:
@@ -55,13 +55,13 @@ def test_many_threads_score_like_one_and_like_the_single_policy(
     geometry = Geometry(*size)
     batch, boards = random_batch(geometry, count, seed)
     policy = make_policy(spec)
-    kind = KINDS[policy.name]
+    search = SEARCHES[policy.name]
     own = other = np.zeros(geometry.inarow + 1)
-    if kind != NEGAMAX:
+    if search != SEARCH_NEGAMAX:
         own, other = policy.weights.arrays(geometry.inarow)
     depth = getattr(policy, "depth", 1)
-    one = batch_scores(kind, batch, depth, own, other, threads=1)
-    many = batch_scores(kind, batch, depth, own, other, threads=threads)
+    one = batch_scores(search, batch, depth, own, other, threads=1)
+    many = batch_scores(search, batch, depth, own, other, threads=threads)
     np.testing.assert_array_equal(many, one)
     np.testing.assert_array_equal(one, single_scores(spec, boards))
 
@@ -70,9 +70,10 @@ def test_a_batch_of_minimax_depth_4_is_the_same_on_every_thread_count() -> None:
     geometry = Geometry(6, 7, 4)
     batch, boards = random_batch(geometry, 48, seed=7)
     own, other = make_policy("minimax:depth=4").weights.arrays(4)
-    one = batch_scores(MINIMAX, batch, 4, own, other, threads=1)
+    one = batch_scores(SEARCH_MINIMAX, batch, 4, own, other, threads=1)
     for threads in (2, 3, 8, 48):
-        np.testing.assert_array_equal(batch_scores(MINIMAX, batch, 4, own, other, threads), one)
+        scores = batch_scores(SEARCH_MINIMAX, batch, 4, own, other, threads)
+        np.testing.assert_array_equal(scores, one)
     np.testing.assert_array_equal(one, single_scores("minimax:depth=4", boards))
 
 
@@ -80,7 +81,7 @@ def test_boards_beyond_64_bits_score_on_one_thread_alike() -> None:
     geometry = Geometry(9, 9, 5)
     batch, boards = random_batch(geometry, 3, seed=1)
     own, other = make_policy("onestep").weights.arrays(5)
-    scores = batch_scores(ONESTEP, batch, 1, own, other, threads=4)
+    scores = batch_scores(SEARCH_ONESTEP, batch, 1, own, other, threads=4)
     np.testing.assert_array_equal(scores, single_scores("onestep", boards))
 
 

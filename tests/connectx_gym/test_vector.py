@@ -221,22 +221,28 @@ def test_per_board_opponents_change_at_each_boards_next_game():
 )
 @pytest.mark.parametrize("spec", ["onestep", "minimax:depth=3", "negamax:depth=4"])
 def test_batched_search_opponents_score_like_the_single_ones(rows, columns, inarow, spec):
-    from connectx_baselines.batch_actors import MINIMAX, NEGAMAX, ONESTEP, batch_scores
+    from connectx_baselines.batch_actors import (
+        SEARCH_MINIMAX,
+        SEARCH_NEGAMAX,
+        SEARCH_ONESTEP,
+        batch_scores,
+    )
 
     geometry = Geometry(rows, columns, inarow)
     rng = np.random.default_rng(0)
     batch, boards = random_batch(geometry, 12, seed=0)
     policy = make_policy(spec)
-    kind = {"onestep": ONESTEP, "minimax": MINIMAX, "negamax": NEGAMAX}[policy.name]
-    if kind == MINIMAX:
+    searches = {"onestep": SEARCH_ONESTEP, "minimax": SEARCH_MINIMAX, "negamax": SEARCH_NEGAMAX}
+    search = searches[policy.name]
+    if search == SEARCH_MINIMAX:
         own, other = policy.weights.arrays(inarow)
-        scores = batch_scores(kind, batch, policy.depth, own, other)
+        scores = batch_scores(search, batch, policy.depth, own, other)
         expected = [policy._search(b, exact=False) for b in boards]
     else:
         own = other = np.zeros(inarow + 1)
-        if kind == ONESTEP:
+        if search == SEARCH_ONESTEP:
             own, other = policy.weights.arrays(inarow)
-        scores = batch_scores(kind, batch, getattr(policy, "depth", 1), own, other)
+        scores = batch_scores(search, batch, getattr(policy, "depth", 1), own, other)
         expected = [policy.scores(b) for b in boards]
     np.testing.assert_array_equal(scores, np.array(expected))
     columns_played = choose_columns(policy, batch, rng, spec)
