@@ -1,5 +1,5 @@
 """The machine a benchmark ran on, for the first line of its output: CPU model, cores, native
-bfloat16 and GPU, without importing torch (``connectx_train.devices.machine_summary`` is the
+bfloat16 and GPU, without importing torch (``connectx_train.run_setup.machine_summary`` is the
 training runs' line, from torch's own checks)."""
 
 from __future__ import annotations

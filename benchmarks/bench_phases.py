@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from connectx_train.devices import machine_summary
+from connectx_train.run_setup import machine_summary
 
 #: a run of a few seconds that still labels, teaches, trains and plays a final panel
 SMOKE = [

@@ -34,7 +34,7 @@ from bench_phases import SMOKE, describe_run, phase_table
 
 from connectx_train.config import TrainConfig
 from connectx_train.config_cli import add_arguments, config_from_args
-from connectx_train.devices import machine_summary, resolve_device
+from connectx_train.run_setup import machine_summary, resolve_device, resolve_setup
 
 if TYPE_CHECKING:
     from connectx_train.teacher import TeacherTensors
@@ -99,7 +99,8 @@ def time_supervised_pass(device: str, precision: str, positions: TeacherTensors)
     config = dataclasses.replace(TrainConfig(), device=device, precision=precision, n_envs=2)
     env = make_vec_env(config)
     with tempfile.TemporaryDirectory() as directory:
-        policy = new_model(config, env, Path(directory)).policy
+        setup = resolve_setup(config)
+        policy = new_model(config, env, Path(directory), setup.device, setup.precision.bf16).policy
     close_env(env)
     warm_up = type(positions)(
         *(part[: 2 * TEACHER_BATCH] for part in dataclasses.astuple(positions))

@@ -35,9 +35,9 @@ from threadpoolctl import threadpool_limits
 from connectx_gym.bitboard import Geometry
 from connectx_gym.weights import write_weights
 from connectx_train.config import TrainConfig
-from connectx_train.devices import use_bf16
 from connectx_train.model import model_weights, new_model
 from connectx_train.opponents import collect_timing, make_vec_env
+from connectx_train.run_setup import resolve_setup
 
 #: Benchmark-only keys beside the TrainConfig fields: "layout" ("nchw": the old convolution
 #: layout) and "blas" ("free": numpy's BLAS threads not limited, as before).
@@ -65,7 +65,8 @@ def measure(setting: dict[str, Any], base: TrainConfig, opponent: str, rollouts:
     blas = 1 if setting.get("blas") != "free" else None
     env = make_vec_env(config)
     with tempfile.TemporaryDirectory() as directory, threadpool_limits(blas, user_api="blas"):
-        model = new_model(config, env, Path(directory))
+        setup = resolve_setup(config)
+        model = new_model(config, env, Path(directory), setup.device, setup.precision.bf16)
         if setting.get("layout") == "nchw":
             model.policy.to(memory_format=torch.contiguous_format)
         model.tensorboard_log = None
@@ -137,7 +138,7 @@ def main() -> None:
         share = statistics.median(r["opponent"] / r["wall"] for r in runs)
         layout = "NCHW" if setting.get("layout") == "nchw" else "channels-last"
         blas = "numpy's" if setting.get("blas") == "free" else "1"
-        products = "bf16" if use_bf16(config.precision) else "fp32"
+        products = "bf16" if resolve_setup(config).precision.bf16 else "fp32"
         print(
             f"| {config.vec_env} | {config.n_envs} | {config.n_steps} | {config.torch_threads} "
             f"| {layout} | {blas} | {products} | {speed:.0f} | {speed / old_speed:.2f}x "

@@ -47,14 +47,23 @@ if smoke:
         config, n_envs=4, n_steps=32, batch_size=64, n_epochs=1, channels=4, features_dim=16
     )
 try:  # the thread settings of this checkout's `connectx train`
-    from connectx_train.trainer import _thread_pools
+    try:
+        from connectx_train.run_setup import thread_pools as _thread_pools
+    except ImportError:  # checkouts before run_setup
+        from connectx_train.trainer import _thread_pools
     pools = _thread_pools(config.torch_threads)
 except ImportError:  # older checkouts set torch's threads only
     torch.set_num_threads(config.torch_threads or torch.get_num_threads())
     pools = contextlib.nullcontext()
 env = make_vec_env(config)
 with tempfile.TemporaryDirectory() as directory, pools:
-    model = new_model(config, env, Path(directory))
+    try:  # this checkout's: the device and number format resolved once, handed to the model
+        from connectx_train.run_setup import resolve_setup
+
+        setup = resolve_setup(config)
+        model = new_model(config, env, Path(directory), setup.device, setup.precision.bf16)
+    except ImportError:  # older checkouts resolve them in new_model
+        model = new_model(config, env, Path(directory))
     model.tensorboard_log = None
     if opponent == "snapshot":
         from connectx_gym.bitboard import Geometry

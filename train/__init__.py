@@ -4,25 +4,24 @@ Needs the ``train`` extra (``pip install "connectx-gym[train]"``: torch, stable-
 sb3-contrib, TensorBoard, matplotlib). Entry points: :func:`connectx_train.trainer.train`
 (``connectx train``) and :func:`connectx_train.export.export_kaggle` (``connectx export-kaggle``).
 
-One concern per module:
+One concern per module. A run, read top to bottom:
 
-- ``config``: :class:`TrainConfig`, every hyper-parameter, also as ``--flags`` (no torch);
-- ``state``: ``RunState``, the run's progress, exactly what ``state.json`` stores (no torch);
-- ``curriculum``: the opponent stages and when to move on (no SB3);
-- ``opponents``: the vectorised envs, their opponent slots and timings;
-- ``batched``: the same slots on one batched env (``--vec-env batched``); ``vec_env``: the
-  batched env as an SB3 ``VecEnv``;
-- ``model``: building, saving and loading the MaskablePPO model; weights; panel evaluation;
-- ``callbacks``: one SB3 callback per job (curriculum, self-play pool, panel, checkpoints,
-  time limit), sharing one ``RunState``;
-- ``finish``: the final phase (final models, final panel, report), safe to repeat;
-- ``resume_extras``: what a checkpoint keeps beside the model and state (the random streams SB3
-  draws from, the teacher replay's optimizer), so ``--resume`` goes on with them;
-- ``rllib_selfplay``: multi-agent PPO on Ray RLlib over the PettingZoo adapter (the ``rllib``
-  extra; never imported by the rest);
-- ``sb3_without_gym``: SB3 imported without the unmaintained ``gym`` (no banner on stderr);
-- ``trainer``: ``train()``, read top to bottom; ``report``, ``networks``, ``export``,
-  ``sb3_files`` and ``commands/`` (the ``connectx`` subcommands).
+- ``trainer``: ``train()``, the whole run: setup, teaching, PPO's loop (MaskablePPO's
+  ``collect_rollouts`` and ``train``), the final phase;
+- ``run_setup``: device, number format, threads and budget resolved once into one ``RunSetup``;
+  the run lock; stop signals;
+- ``teaching``: the teacher sized to the run, planned within the budget, taught, and replayed
+  during PPO (``teacher``: the labelled positions and the supervised passes);
+- ``opponents``: the envs, their opponent slots (also on one batched env), self-play snapshots;
+- ``model``: the MaskablePPO model, its checkpoints and their extras, weights, panel evaluation;
+- ``finish``: final weights (with averaging), the final panel and the report, safe to repeat.
+
+Beside them: ``config`` (settings, no torch), ``state`` (``RunState``: what ``state.json``
+stores), ``curriculum`` (no SB3), ``budget`` (one time bound over the phases), ``networks``,
+``vec_env`` (the batched env as an SB3 ``VecEnv``), ``export`` and ``onnx_export``,
+``rllib_selfplay`` (the ``rllib`` extra; never imported by the rest), ``sb3_without_gym`` (SB3
+imported without the unmaintained ``gym``), ``sb3_files``, ``torch_files``, ``torch_operations``
+and ``commands/`` (the ``connectx`` subcommands).
 """
 
 from connectx_train import sb3_without_gym

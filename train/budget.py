@@ -13,10 +13,9 @@ whole (:class:`Budget`), and the phases share it so that PPO always gets its sha
   when all do not fit, one pass over fewer positions when one does not, and the log says so;
 - PPO gets everything else. Where its steps, estimated from the same timed batch
   (:func:`ppo_seconds`), would not all fit after the teaching passes, the passes give way, down
-  to :data:`TEACHING_GIVES_WAY` of them (:meth:`Budget.teaching_for_ppo`): on a CPU somewhat
-  slower than the one the default run was sized on, the run still trains all of its steps. A
-  run that cannot finish PPO in the session anyway (a bound far shorter than the run) keeps the
-  passes of its share.
+  to :data:`TEACHING_GIVES_WAY` of them (:meth:`Budget.teaching_for_ppo`): on a slower CPU the
+  run still trains all of its steps. A run that cannot finish PPO in the session anyway (a bound
+  far shorter than the run) keeps the passes of its share.
 
 Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling or teaching
 keeps the chunks labelled and the passes done, and the same command goes on from them.
@@ -62,15 +61,14 @@ TEACHING_FLOOR = 1 / 4
 #: the least share of its planned passes that teaching keeps when it gives way to PPO's steps
 TEACHING_GIVES_WAY = 1 / 2
 #: PPO's wall time over its updates' time as the timed teacher batches predict it (the rollouts,
-#: the periodic evaluations and the checkpoints besides the updates): 1.1 to 1.25 in default runs
-#: on 2 CPU cores; on a GPU the rollouts weigh more, but a GPU run is far inside its bound
+#: the periodic evaluations and the checkpoints besides the updates; docs/experiments/ has the
+#: measurements)
 PPO_OVER_UPDATES = 1.2
-#: seconds one worker takes to label a chunk of 250 positions (the README's figure: 30,000
-#: positions in about 9 minutes on 2 cores); the estimate announced before labelling
+#: seconds one worker takes to label a chunk of 250 positions: the estimate announced before
+#: labelling
 LABEL_SECONDS_PER_CHUNK = 9.0
-#: below this many positions after sizing, the teacher is skipped: a run of under 12,500 steps
-#: (the default's 80,000 positions over 10 passes; ``--timesteps 4096`` affords 1,638) would
-#: spend as long on a few passes as on PPO, for little
+#: below this many positions after sizing, the teacher is skipped: a short run would spend as
+#: long on a few passes as on PPO, for little
 MIN_TEACHER_POSITIONS = 5_000
 #: the final panel's estimate is this many times its timed sample (the trained agent plays
 #: longer games than the untrained one that is timed)
@@ -219,9 +217,9 @@ def plan_teaching(
 def panel_seconds(play: Callable[[int], object], final_games: int, sample_games: int) -> float:
     """The seconds to keep aside for a final panel of ``final_games`` games an opponent:
     ``play(games)`` plays that many against each opponent; ``play(1)`` first, untimed, since on
-    a fresh install it compiles the opponents' kernels (about half a minute, which counted a
-    hundredfold made a first run's panel 28 minutes and left PPO none of a 27-minute bound),
-    then ``play(sample_games)`` timed, scaled by :data:`PANEL_SAFETY`."""
+    a fresh install it compiles the opponents' kernels (a one-off cost that, counted once per
+    game, would leave PPO none of the bound), then ``play(sample_games)`` timed, scaled by
+    :data:`PANEL_SAFETY`."""
     play(1)
     started = time.perf_counter()
     play(sample_games)

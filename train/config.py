@@ -322,7 +322,7 @@ class TrainConfig:
         1,
         help="weights averaged into the play weights (final.npz, the final panel): the last ones "
         "and the newest average_weights - 1 snapshots before them, one per snapshot_every steps "
-        "(stochastic weight averaging: connectx_train.averaging); 1: the last weights alone. "
+        "(stochastic weight averaging: connectx_train.finish); 1: the last weights alone. "
         "final.zip keeps the last weights",
         group=NETWORK,
         on_resume=FREE,

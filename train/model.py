@@ -1,11 +1,41 @@
-"""The learner: building, saving and loading the MaskablePPO model, its weights-only form, and
-the panel evaluation of those weights."""
+"""The learner: building, saving and loading the MaskablePPO model and what a checkpoint keeps
+beside it, its weights-only form, and the panel evaluation of those weights.
+
+The functions here take the device and number format a run resolved once
+(:class:`connectx_train.run_setup.RunSetup`); without them a model is built on the CPU in float32.
+
+What a checkpoint keeps besides SB3's model (``checkpoint.zip``) and the run's state
+(``state.json``) is in ``checkpoint_extras.pt`` (:func:`save_extras`), so that ``--resume`` goes on
+where the run was rather than from what ``--seed`` set up at its start:
+
+- the global random generators of torch (SB3 samples the rollouts' moves from it) and numpy (SB3
+  shuffles the minibatches with it);
+- the teacher replay's Adam moments and index generator
+  (:meth:`connectx_train.teaching.TeacherReplay.state_dict`): a fresh Adam's first steps move
+  every weight by about the learning rate at once, a jolt at every resume.
+
+SB3 restarts the envs' games on resume; :func:`env_seed` seeds them from ``--seed`` and the step
+reached, not from the seed alone, for the same reason. A resumed run is still not byte-equal to an
+uninterrupted one (the games in flight and the part of the rollout collected at the checkpoint are
+not kept), but one checkpoint always resumes to the same weights (on one machine, as ``--seed``
+gives the same weights there).
+
+The extras file holds tensors, plain numbers and text only, read back with
+``torch.load(weights_only=True)``, and the digest of the ``checkpoint.zip`` it was saved with. One
+written at other steps than the checkpoint (the run stopped between the two writes), with another
+checkpoint (copied from another run, or from another save of this one at the same step), missing
+or unreadable is left aside, saying so: the streams then stay as ``--seed`` set them and the
+replay starts with a fresh Adam.
+"""
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import VecEnv
@@ -16,21 +46,32 @@ from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.config import TrainConfig
-from connectx_train.devices import resolve_device, use_bf16
 from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
 from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, renamed_module_objects
 from connectx_train.sb3_without_gym import without_gym
-from connectx_train.torch_files import load_error_reason
+from connectx_train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
+    "CHECKPOINT_FILE",
+    "EXTRAS_FILE",
     "LinearSchedule",
+    "checkpoint_digest",
+    "env_seed",
     "evaluate_panel",
     "load_model",
     "model_weights",
     "new_model",
     "perfect_play_rates",
+    "policy_kwargs",
+    "restore_extras",
+    "save_extras",
     "save_model",
 ]
+
+#: the checkpoint's SB3 model, in the run's output directory
+CHECKPOINT_FILE = "checkpoint.zip"
+#: the checkpoint's extras, beside it
+EXTRAS_FILE = "checkpoint_extras.pt"
 
 
 class LinearSchedule:
@@ -43,23 +84,33 @@ class LinearSchedule:
         return self.end + (self.start - self.end) * progress_remaining
 
 
-def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
-    """A fresh MaskablePPO with the network and PPO settings of ``config``, logging to
-    ``out/tb``, on ``config.device``."""
-    device = resolve_device(config.device)
-    policy_kwargs = {
+def policy_kwargs(config: TrainConfig, bf16: bool = False) -> dict[str, Any]:
+    """The policy's settings: the network of ``config``, with bfloat16 products in passes that
+    compute gradients when ``bf16``."""
+    return {
         "features_extractor_class": ConnectXCNN,
         "features_extractor_kwargs": {
             "channels": config.channels,
             "blocks": config.blocks,
             "features_dim": config.features_dim,
-            "bf16": use_bf16(config.precision, device),
+            "bf16": bf16,
         },
         "net_arch": {"pi": [], "vf": list(config.vf_layers)},
         "activation_fn": torch.nn.ReLU,
         # SB3's Adam settings (eps=1e-5) with the fused kernel: one pass over all parameters.
         "optimizer_kwargs": {"eps": 1e-5, "fused": True},
     }
+
+
+def new_model(
+    config: TrainConfig,
+    env: VecEnv,
+    out: Path,
+    device: str | torch.device = "cpu",
+    bf16: bool = False,
+) -> MaskablePPO:
+    """A fresh MaskablePPO with the network and PPO settings of ``config``, logging to
+    ``out/tb``, on ``device`` (bfloat16 products with ``bf16``: :func:`policy_kwargs`)."""
     model = MaskablePPO(
         ConnectXPolicy,
         env,
@@ -73,7 +124,7 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
         ent_coef=config.ent_coef,
         vf_coef=config.vf_coef,
         max_grad_norm=config.max_grad_norm,
-        policy_kwargs=policy_kwargs,
+        policy_kwargs=policy_kwargs(config, bf16),
         tensorboard_log=str(out / "tb"),
         seed=config.seed,
         device=device,
@@ -85,15 +136,21 @@ def new_model(config: TrainConfig, env: VecEnv, out: Path) -> MaskablePPO:
 
 
 def load_model(
-    path: Path, env: VecEnv, out: Path, device: str | torch.device = "cpu"
+    path: Path,
+    env: VecEnv,
+    out: Path,
+    device: str | torch.device = "cpu",
+    kwargs: dict[str, Any] | None = None,
 ) -> MaskablePPO:
     """The checkpoint at ``path`` (SB3 zip, optimizer and step count included), on ``env``,
     logging to ``out/tb`` (the same TensorBoard run goes on), on ``device`` whatever device
-    saved it."""
+    saved it; with ``kwargs`` (:func:`policy_kwargs`) its network is built with them, as this
+    session resolved them (a run may go on on another machine), rather than as saved."""
+    objects = renamed_module_objects(path)
+    if kwargs is not None:
+        objects["policy_kwargs"] = kwargs
     try:
-        model = MaskablePPO.load(
-            path, env=env, device=device, custom_objects=renamed_module_objects(path)
-        )
+        model = MaskablePPO.load(path, env=env, device=device, custom_objects=objects)
     except Exception as error:  # zipfile, pickle, torch and SB3 errors alike
         reason = f"{type(error).__name__}: {load_error_reason(error)}"
         raise ValueError(f"{path}: not a loadable checkpoint ({reason})") from None
@@ -141,3 +198,109 @@ def perfect_play_rates(weights: WeightsFile, split: str) -> dict[str, Any] | Non
     result = evaluate_policy(agent, positions).to_dict()
     result["split"] = split
     return result
+
+
+class ReplayState(Protocol):
+    """What a checkpoint keeps of the teacher replay
+    (:class:`connectx_train.teaching.TeacherReplay`)."""
+
+    def state_dict(self) -> dict[str, Any]: ...
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None: ...
+
+
+def checkpoint_digest(path: Path) -> str | None:
+    """A fingerprint of the checkpoint file at ``path`` (None when there is none)."""
+    digest = hashlib.blake2b(digest_size=16)
+    try:
+        with open(path, "rb") as file:
+            for block in iter(lambda: file.read(1 << 20), b""):
+                digest.update(block)
+    except FileNotFoundError:
+        return None
+    return digest.hexdigest()
+
+
+def save_extras(
+    path: Path,
+    timesteps: int,
+    replay: ReplayState | None,
+    checkpoint: Path | None = None,
+) -> None:
+    """Write the extras of a checkpoint at ``timesteps`` to ``path`` atomically, with the digest
+    of that checkpoint's file (``checkpoint``, by default :data:`CHECKPOINT_FILE` beside
+    ``path``), written before them."""
+    checkpoint = path.with_name(CHECKPOINT_FILE) if checkpoint is None else checkpoint
+    # numpy's legacy global generator: the one SB3's rollout buffer shuffles minibatches with
+    kind, keys, position, has_gauss, cached_gaussian = np.random.get_state()  # noqa: NPY002
+    extras = {
+        "timesteps": int(timesteps),
+        "torch_rng": torch.get_rng_state(),
+        "numpy_rng": {
+            "kind": str(kind),
+            "keys": torch.from_numpy(np.asarray(keys, dtype=np.int64)),
+            "position": int(position),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached_gaussian),
+        },
+        "replay": None if replay is None else replay.state_dict(),
+        "checkpoint": checkpoint_digest(checkpoint),
+    }
+    write_torch_atomically(path, extras)
+
+
+def restore_extras(
+    path: Path,
+    timesteps: int,
+    replay: ReplayState | None,
+    log: Callable[[str], None],
+    checkpoint: Path | None = None,
+) -> bool:
+    """Set the global generators (and ``replay``) to the extras at ``path`` if they were saved
+    with the checkpoint at ``timesteps`` whose file is ``checkpoint`` (by default
+    :data:`CHECKPOINT_FILE` beside ``path``); whether they were (otherwise the log says why
+    not)."""
+    checkpoint = path.with_name(CHECKPOINT_FILE) if checkpoint is None else checkpoint
+    if not path.is_file():
+        log(f"no {path.name} in the run (saved before it existed): random streams seeded afresh")
+        return False
+    before = torch.get_rng_state(), np.random.get_state()  # noqa: NPY002
+    try:
+        extras: Any = torch.load(path, weights_only=True, map_location="cpu")
+        same_checkpoint = extras.get("checkpoint", "none saved") == checkpoint_digest(checkpoint)
+        if extras["timesteps"] == timesteps and same_checkpoint:
+            saved = extras["numpy_rng"]
+            numpy_state = (
+                saved["kind"],
+                saved["keys"].numpy().astype(np.uint32),
+                saved["position"],
+                saved["has_gauss"],
+                saved["cached_gaussian"],
+            )
+            torch.set_rng_state(extras["torch_rng"])
+            np.random.set_state(numpy_state)  # noqa: NPY002 - SB3's generator, as saved
+            if replay is not None and extras["replay"] is not None:
+                replay.load_state_dict(extras["replay"])  # last: it changes nothing if it fails
+            return True
+        reason = (
+            f"saved at step {extras['timesteps']}, the checkpoint is at {timesteps}: "
+            "stopped between the two writes"
+        )
+        if extras["timesteps"] == timesteps:
+            reason = (
+                f"saved with another {checkpoint.name} (another run's, or another save at the "
+                "same step)"
+                if "checkpoint" in extras
+                else f"saved without the digest of its {checkpoint.name} (an older version)"
+            )
+    except Exception as error:  # any damage: one clear line, and the run resumes without it
+        torch.set_rng_state(before[0])  # undo what was set before the damage showed
+        np.random.set_state(before[1])  # noqa: NPY002
+        reason = f"{type(error).__name__}: {load_error_reason(error)}"
+    log(f"left aside {path} ({reason}): random streams seeded afresh")
+    return False
+
+
+def env_seed(seed: int, timesteps: int) -> int:
+    """The envs' seed in a run with ``seed`` resumed at ``timesteps`` (below 2**31)."""
+    return int(np.random.SeedSequence([seed, timesteps]).generate_state(1)[0] >> 1)

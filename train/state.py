@@ -1,9 +1,11 @@
 """The state of a training run besides the model: one dataclass, exactly what ``state.json`` holds.
 
-Every callback of the run reads and writes the one :class:`RunState` it is given; a checkpoint is
-the SB3 model (``checkpoint.zip``) plus :meth:`RunState.save` (``state.json``), and ``--resume``
-reads it back with :meth:`RunState.load`, which checks every field and names the first bad one in
-a ``ValueError`` (a truncated or hand-edited file gives one clear line, never a ``KeyError``).
+The training loop (:mod:`connectx_train.trainer`) reads and writes the one :class:`RunState` of
+the run; a checkpoint is the SB3 model (``checkpoint.zip``) plus :meth:`RunState.save`
+(``state.json``), and ``--resume`` reads it back with :meth:`RunState.load`, which checks every
+field and names the first bad one in a ``ValueError`` (a truncated or hand-edited file gives one
+clear line, never a ``KeyError``). Paths in the state are relative to the run's folder, so a run
+moved or copied elsewhere keeps its self-play pool (:func:`run_relative`).
 
 This module imports neither torch nor SB3.
 """
@@ -14,15 +16,26 @@ import dataclasses
 import json
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Any
 
 import numpy as np
 
 from connectx_gym.outputs import write_text_atomically
 
-__all__ = ["RunState", "SessionClock", "write_json"]
+__all__ = [
+    "SNAPSHOT_DIRECTORY",
+    "RunState",
+    "SessionClock",
+    "pool_on_disk",
+    "run_relative",
+    "write_json",
+]
+
+#: the self-play pool's weights files, in the run's folder
+SNAPSHOT_DIRECTORY = "snapshots"
 
 
 @dataclass
@@ -36,7 +49,7 @@ class RunState:
     recent: list[float] = field(default_factory=list)
     #: one entry per stage reached: ``{"stage", "timestep", "opponents"[, "win_rate_at_exit"]}``
     curriculum_history: list[dict[str, Any]] = field(default_factory=list)
-    #: paths of the self-play pool's weights files, oldest first
+    #: the self-play pool's weights files, oldest first, relative to the run's folder
     snapshots: list[str] = field(default_factory=list)
     #: periodic panel results: ``{"timestep", "games", "scores": {spec: score}}``
     evaluations: list[dict[str, Any]] = field(default_factory=list)
@@ -97,6 +110,7 @@ class RunState:
         except (TypeError, ValueError, KeyError) as error:
             raise ValueError(f"{source}: field rng is not a generator state ({error})") from None
         values = {**data, "rng": rng, "recent": [float(v) for v in data["recent"]]}
+        values["snapshots"] = [run_relative(path) for path in data["snapshots"]]
         return cls(**values)
 
     def save(self, path: Path) -> None:
@@ -115,14 +129,20 @@ class RunState:
 
 
 class SessionClock:
-    """Wall time of this session, and of the whole run in ``state.wall_seconds`` (earlier
-    sessions plus this one, brought up to date by :meth:`update`)."""
+    """Wall time of this session (from its making), and, once :meth:`attach` gives it the run's
+    state, of the whole run in ``state.wall_seconds`` (earlier sessions plus this one, brought up
+    to date by :meth:`update`)."""
 
-    def __init__(self, state: RunState) -> None:
+    def __init__(self, state: RunState | None = None) -> None:
+        self.start = time.perf_counter()
+        self.state = RunState() if state is None else state
+        self.attach(self.state)
+
+    def attach(self, state: RunState) -> None:
+        """Count the run's wall time in ``state``, from the time and steps it holds."""
         self.state = state
         self.earlier = state.wall_seconds
         self.start_steps = state.timesteps
-        self.start = time.perf_counter()
 
     def session_seconds(self) -> float:
         """Seconds since this session started."""
@@ -131,6 +151,28 @@ class SessionClock:
     def update(self) -> None:
         """Set ``state.wall_seconds`` to the run's wall time so far."""
         self.state.wall_seconds = self.earlier + self.session_seconds()
+
+
+def run_relative(path: str) -> str:
+    """A self-play pool entry as the state keeps it: relative to the run's folder. An absolute
+    path (as states of earlier versions kept them) inside a ``snapshots`` folder names the
+    snapshot of that name in the current run's folder, wherever the run was when it was saved;
+    other paths are kept as they are."""
+    pure = PurePath(path)
+    if pure.is_absolute() and pure.parent.name == SNAPSHOT_DIRECTORY:
+        return f"{SNAPSHOT_DIRECTORY}/{pure.name}"
+    return path
+
+
+def pool_on_disk(out: Path, snapshots: list[str], log: Callable[[str], None]) -> list[str]:
+    """The self-play pool's snapshots found in ``out``; the log names those missing."""
+    missing = [path for path in snapshots if not (out / path).is_file()]
+    if missing:
+        log(
+            f"self-play pool: {len(missing)} of its {len(snapshots)} snapshots are missing "
+            f"from {out} ({', '.join(missing)}); the pool goes on without them"
+        )
+    return [path for path in snapshots if path not in missing]
 
 
 def _from_first_layout(data: dict[str, Any]) -> dict[str, Any]:

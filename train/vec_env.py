@@ -15,7 +15,7 @@ that ended and puts the last one in ``infos[i]["terminal_observation"]``.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -127,13 +127,24 @@ class ConnectXVecEnv(VecEnv):
         **method_kwargs: Any,
     ) -> list[Any]:
         picked = self._indices(indices)
-        if method_name == "action_masks":
-            return list(self.env.action_masks()[picked])
-        if method_name == "set_opponent":
-            self.env.set_opponent(*method_args, boards=picked, **method_kwargs)
-            return [None] * len(picked)
+        per_board = self.board_methods().get(method_name)
+        if per_board is not None:
+            return per_board(picked, *method_args, **method_kwargs)
         result = getattr(self.env, method_name)(*method_args, **method_kwargs)
         return [result] * len(picked)
+
+    def board_methods(self) -> dict[str, Callable[..., list[Any]]]:
+        """The methods :meth:`env_method` answers board by board, by name: each takes the boards
+        picked, then the call's arguments, and returns one result per board. A subclass adds its
+        own (:class:`connectx_train.opponents.BatchedOpponentSlots`)."""
+        return {"action_masks": self._action_masks_of, "set_opponent": self._set_opponent_of}
+
+    def _action_masks_of(self, boards: list[int]) -> list[Any]:
+        return list(self.env.action_masks()[boards])
+
+    def _set_opponent_of(self, boards: list[int], *args: Any, **kwargs: Any) -> list[None]:
+        self.env.set_opponent(*args, boards=boards, **kwargs)
+        return [None] * len(boards)
 
     def env_is_wrapped(
         self, wrapper_class: type[gym.Wrapper], indices: VecEnvIndices = None

@@ -14,10 +14,14 @@ from connectx_gym import Geometry, make_policy
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.files import NumpyNetPolicy, save_weights
 from connectx_gym.weights import WeightsFile
-from connectx_train.batched import TimedBatchPolicy
-from connectx_train.device_snapshots import DeviceWeights, snapshot_device
 from connectx_train.model import model_weights
-from connectx_train.opponents import collect_timing, queue_opponents
+from connectx_train.opponents import (
+    DeviceWeights,
+    TimedBatchPolicy,
+    collect_timing,
+    queue_opponents,
+    snapshot_device,
+)
 from tests.connectx_gym.test_files import random_board, random_weights
 from tests.train.test_export import make_model
 from tests.train.test_train_batched import play, slots

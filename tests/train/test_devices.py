@@ -1,4 +1,4 @@
-"""``--precision auto`` and ``--device`` resolved on this machine (train/devices.py), with the
+"""``--precision auto`` and ``--device`` resolved on this machine (run_setup), with the
 CPU's and GPU's checks patched both ways, and the device plumbing of a run on the CPU: ``--device
 cpu`` gives the default run's weights, the report names the device and the reason for the number
 format, a resumed run may change device, ``--device cuda`` without a GPU is a one-line error."""
@@ -16,12 +16,13 @@ pytest.importorskip("sb3_contrib")
 
 import torch
 
-from connectx_train import devices, networks
 from connectx_train import model as learner
+from connectx_train import networks, run_setup
 from connectx_train.config import TrainConfig
-from connectx_train.devices import choose_precision, resolve_device, use_bf16
+from connectx_train.run_setup import choose_precision, resolve_device
 from connectx_train.teacher import TeacherTensors
-from connectx_train.trainer import teaching_settings, train
+from connectx_train.teaching import teaching_settings
+from connectx_train.trainer import train
 from tests.train.test_train_resume import arrays, quiet, tiny
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def test_auto_takes_bf16_on_a_cpu_with_bf16_instructions(
     assert choice.bf16
     assert choice.number_format == "bfloat16"
     assert "has bfloat16 instructions" in choice.reason
-    assert use_bf16("auto")
+    assert choose_precision("auto").bf16
 
 
 def test_auto_keeps_fp32_on_a_cpu_that_would_emulate_bf16(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -53,12 +54,12 @@ def test_auto_keeps_fp32_on_a_cpu_that_would_emulate_bf16(monkeypatch: pytest.Mo
     assert not choice.bf16
     assert choice.number_format == "float32"
     assert "no bfloat16 instructions" in choice.reason
-    assert not use_bf16("auto")
+    assert not choose_precision("auto").bf16
     # asked for explicitly, bf16 is still what runs, and the reason says it is emulated
     forced = choose_precision("bf16", "cpu")
     assert forced.bf16
     assert "emulated" in forced.reason
-    assert choose_precision("fp32", "cpu") == devices.PrecisionChoice(False, "--precision fp32")
+    assert choose_precision("fp32", "cpu") == run_setup.PrecisionChoice(False, "--precision fp32")
 
 
 def test_auto_is_fp32_on_a_gpu_and_bf16_asked_for_is_kept(monkeypatch: pytest.MonkeyPatch) -> None:

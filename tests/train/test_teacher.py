@@ -19,9 +19,9 @@ import connectx_train.teacher as train_teacher
 from connectx_baselines.teacher_labels import TeacherSet
 from connectx_train.config import PRESETS, TrainConfig, preset_config
 from connectx_train.config_cli import add_arguments, config_from_args
+from connectx_train.finish import markdown_report
 from connectx_train.model import new_model
 from connectx_train.opponents import make_vec_env
-from connectx_train.report import markdown_report
 from connectx_train.teacher import (
     TEACHER_PROGRESS_FILE,
     TeacherTensors,

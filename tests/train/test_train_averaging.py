@@ -13,9 +13,13 @@ pytest.importorskip("sb3_contrib")
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import load_weights, save_weights
 from connectx_gym.weights import WeightsFile
-from connectx_train.averaging import averaged_weights, snapshot_step, snapshots_to_average
 from connectx_train.config import PRESETS, TrainConfig
-from connectx_train.report import markdown_report
+from connectx_train.finish import (
+    averaged_weights,
+    markdown_report,
+    snapshot_step,
+    snapshots_to_average,
+)
 
 GEOMETRY = Geometry(4, 5, 3)
 LINEAR = [{"op": "flatten"}, {"op": "linear", "weight": "w", "bias": "b"}]

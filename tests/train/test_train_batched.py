@@ -21,14 +21,19 @@ from threadpoolctl import threadpool_info
 
 from connectx_gym import Geometry
 from connectx_gym.files import NumpyNetPolicy, save_weights
-from connectx_train import machine_load, trainer
-from connectx_train.batched import BatchedOpponentSlots, TimedBatchPolicy
+from connectx_train import run_setup, trainer
 from connectx_train.config import TrainConfig
-from connectx_train.devices import bf16_native, use_bf16
 from connectx_train.model import new_model
 from connectx_train.networks import ConnectXCNN
-from connectx_train.opponents import collect_timing, make_vec_env, queue_opponents
-from connectx_train.teacher_replay import TeacherReplayCallback
+from connectx_train.opponents import (
+    BatchedOpponentSlots,
+    TimedBatchPolicy,
+    collect_timing,
+    make_vec_env,
+    queue_opponents,
+)
+from connectx_train.run_setup import bf16_native, choose_precision
+from connectx_train.teaching import TeacherReplay
 from connectx_train.trainer import train
 from tests.connectx_gym.test_files import random_weights
 from tests.train.test_train_resume import arrays, outcomes, quiet, tiny
@@ -165,14 +170,14 @@ def test_a_run_holds_numpy_blas_to_one_thread_and_restores_torch_threads(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     seen: dict[str, object] = {}
-    inner = trainer._train
+    inner = trainer.ppo
 
-    def spy(config: TrainConfig, log: object) -> dict:
+    def spy(*args: object) -> None:
         seen["torch"] = torch.get_num_threads()
         seen["blas"] = {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
-        return inner(config, log)
+        inner(*args)
 
-    monkeypatch.setattr(trainer, "_train", spy)
+    monkeypatch.setattr(trainer, "ppo", spy)
     before = torch.get_num_threads()
     train(tiny(tmp_path / "run", torch_threads=2), log=quiet)
     assert seen["torch"] == 2
@@ -197,14 +202,15 @@ def test_convolution_weights_are_channels_last(tmp_path: Path) -> None:
 def test_teacher_replay_counts_as_update_time(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    replay = TeacherReplayCallback._on_rollout_end
+    replay = TeacherReplay.replay
     pause = 0.3
 
-    def slow_replay(self: TeacherReplayCallback) -> None:
-        replay(self)
+    def slow_replay(self: TeacherReplay, policy: object) -> float:
+        loss = replay(self, policy)
         time.sleep(pause)
+        return loss
 
-    monkeypatch.setattr(TeacherReplayCallback, "_on_rollout_end", slow_replay)
+    monkeypatch.setattr(TeacherReplay, "replay", slow_replay)
     config = tiny(tmp_path / "run", teacher_positions=30, teacher_epochs=1, teacher_workers=1)
     timing = train(config, log=quiet)["timing"]
     rollouts = config.timesteps // (config.n_envs * config.n_steps)
@@ -213,52 +219,54 @@ def test_teacher_replay_counts_as_update_time(
 
 
 def test_a_busy_machine_gets_the_one_thread_hint(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(machine_load.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(machine_load, "busy_cores", lambda: 1.8)
-    hint = machine_load.busy_machine_hint(2)
+    monkeypatch.setattr(run_setup.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(run_setup, "busy_cores", lambda: 1.8)
+    hint = run_setup.busy_machine_hint(2)
     assert hint is not None
     assert "1.8 of 2 cores in use by other work" in hint
     assert "--torch-threads 1" in hint
-    assert machine_load.busy_machine_hint(1) is None  # already one thread
-    monkeypatch.setattr(machine_load.torch, "get_num_threads", lambda: 2)
-    assert machine_load.busy_machine_hint(0) is not None  # 0: torch's default, here 2 threads
-    monkeypatch.setattr(machine_load, "busy_cores", lambda: 0.3)
-    assert machine_load.busy_machine_hint(2) is None  # quiet now, whatever the load average says
+    assert run_setup.busy_machine_hint(1) is None  # already one thread
+    monkeypatch.setattr(run_setup.torch, "get_num_threads", lambda: 2)
+    setup = run_setup.resolve_setup(TrainConfig(torch_threads=0))
+    assert setup.torch_threads == 2  # 0: torch's default, here 2 threads
+    assert run_setup.busy_machine_hint(setup.torch_threads) is not None
+    monkeypatch.setattr(run_setup, "busy_cores", lambda: 0.3)
+    assert run_setup.busy_machine_hint(2) is None  # quiet now, whatever the load average says
     # without /proc/stat (not Linux), the load average decides
-    monkeypatch.setattr(machine_load, "busy_cores", lambda: None)
-    monkeypatch.setattr(machine_load.os, "getloadavg", lambda: (3.2, 1.0, 1.0))
-    assert "load average 3.2 on 2 cores" in (machine_load.busy_machine_hint(2) or "")
-    monkeypatch.setattr(machine_load.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
-    assert machine_load.busy_machine_hint(2) is None
+    monkeypatch.setattr(run_setup, "busy_cores", lambda: None)
+    monkeypatch.setattr(run_setup.os, "getloadavg", lambda: (3.2, 1.0, 1.0))
+    assert "load average 3.2 on 2 cores" in (run_setup.busy_machine_hint(2) or "")
+    monkeypatch.setattr(run_setup.os, "getloadavg", lambda: (0.3, 1.0, 1.0))
+    assert run_setup.busy_machine_hint(2) is None
 
 
 def test_busy_cores_reads_the_cpu_time_between_two_samples(monkeypatch: pytest.MonkeyPatch) -> None:
     samples = iter([(1000, 800), (1300, 900)])  # (all ticks, idle and I/O wait ticks)
-    monkeypatch.setattr(machine_load, "cpu_times", lambda: next(samples))
-    monkeypatch.setattr(machine_load.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(run_setup, "cpu_times", lambda: next(samples))
+    monkeypatch.setattr(run_setup.os, "cpu_count", lambda: 2)
     # 300 ticks passed, 100 of them idle: two thirds of 2 cores busy
-    assert machine_load.busy_cores(0.0) == pytest.approx(4 / 3)
+    assert run_setup.busy_cores(0.0) == pytest.approx(4 / 3)
 
     def unreadable() -> tuple[int, int]:
         raise OSError("no /proc/stat")
 
-    monkeypatch.setattr(machine_load, "cpu_times", unreadable)
-    assert machine_load.busy_cores(0.0) is None
+    monkeypatch.setattr(run_setup, "cpu_times", unreadable)
+    assert run_setup.busy_cores(0.0) is None
 
 
 def test_cpu_times_reads_this_machine() -> None:
     if not Path("/proc/stat").is_file():
         pytest.skip("no /proc/stat")
-    total, idle = machine_load.cpu_times()
+    total, idle = run_setup.cpu_times()
     assert 0 <= idle <= total
 
 
 def test_precision_is_validated_and_resolved() -> None:
     with pytest.raises(ValueError, match="precision must be one of auto, bf16, fp32"):
         TrainConfig(precision="fp16").validate()
-    assert use_bf16("bf16")
-    assert not use_bf16("fp32")
-    assert use_bf16("auto") == bf16_native()
+    assert choose_precision("bf16").bf16
+    assert not choose_precision("fp32").bf16
+    assert choose_precision("auto").bf16 == bf16_native()
 
 
 def test_bf16_features_follow_the_float32_ones_and_train() -> None:

@@ -27,9 +27,9 @@ from connectx_train.budget import (
     sized_teacher_fraction,
 )
 from connectx_train.config import TrainConfig, preset_config
-from connectx_train.report import DIGEST_KEY, check_report, weights_digest, write_report
+from connectx_train.finish import DIGEST_KEY, check_report, weights_digest, write_report
 from connectx_train.state import RunState, SessionClock
-from connectx_train.teacher_phase import _teaching_allowed, sized_teacher
+from connectx_train.teaching import _teaching_allowed, sized_teacher
 from connectx_train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
 from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
 

@@ -14,13 +14,12 @@ import torch
 
 pytest.importorskip("sb3_contrib")
 
-from stable_baselines3.common.logger import Logger
 
 from connectx_baselines.teacher_labels import make_teacher_set
 from connectx_gym.bitboard import Geometry
-from connectx_train.resume_extras import EXTRAS_FILE, env_seed, restore_extras, save_extras
+from connectx_train.model import EXTRAS_FILE, env_seed, restore_extras, save_extras
 from connectx_train.teacher import teacher_tensors
-from connectx_train.teacher_replay import TeacherReplayCallback
+from connectx_train.teaching import TeacherReplay
 from connectx_train.trainer import train
 from tests.train.test_teacher import small_model
 from tests.train.test_train_resume import arrays, tiny
@@ -28,11 +27,18 @@ from tests.train.test_train_resume import arrays, tiny
 SMALL = Geometry(4, 5, 3)
 
 
-def replay_on(model: object, data: object) -> TeacherReplayCallback:
-    replay = TeacherReplayCallback(data, batches=3, seed=11)
-    model.set_logger(Logger(folder=None, output_formats=[]))
-    replay.init_callback(model)
-    return replay
+class ReplayOn:
+    """A teacher replay on one model's policy."""
+
+    def __init__(self, model: object, data: object) -> None:
+        self.model, self.replay = model, TeacherReplay(data, batches=3, seed=11)
+
+    def on_rollout_end(self) -> None:
+        self.replay.replay(self.model.policy)
+
+
+def replay_on(model: object, data: object) -> ReplayOn:
+    return ReplayOn(model, data)
 
 
 def parameters(model: object) -> list[torch.Tensor]:
@@ -47,14 +53,15 @@ def test_a_replay_loaded_from_its_state_makes_the_same_updates(tmp_path: Path) -
     replay.on_rollout_end()
     second.policy.load_state_dict(first.policy.state_dict())
     resumed = replay_on(second, data)
-    resumed.load_state_dict(replay.state_dict())
-    fresh = TeacherReplayCallback(data, batches=3, seed=11)  # what a resume used to make
+    resumed.replay.load_state_dict(replay.replay.state_dict())
+    fresh = TeacherReplay(data, batches=3, seed=11)  # what a resume used to make
     assert fresh.state_dict()["optimizer"] is None
     replay.on_rollout_end()
     resumed.on_rollout_end()
     for mine, theirs in zip(parameters(first), parameters(second), strict=True):
         torch.testing.assert_close(mine, theirs, rtol=0, atol=0)
-    assert resumed.optimizer.state_dict()["state"][0]["step"] == 9  # three replays of 3 batches
+    # three replays of 3 batches
+    assert resumed.replay.optimizer.state_dict()["state"][0]["step"] == 9
 
 
 def test_extras_restore_the_streams_saved_with_their_checkpoint(tmp_path: Path) -> None:
@@ -107,7 +114,7 @@ def test_extras_that_do_not_belong_are_left_aside(
 
 def test_a_damaged_replay_state_leaves_the_streams_as_they_were(tmp_path: Path) -> None:
     data = teacher_tensors(make_teacher_set(SMALL, 30, seed=3, min_ply=1, exclude=()))
-    path, lines, replay = tmp_path / EXTRAS_FILE, [], TeacherReplayCallback(data, 2, seed=11)
+    path, lines, replay = tmp_path / EXTRAS_FILE, [], TeacherReplay(data, 2, seed=11)
     save_extras(path, 640, None)
     torch.save({**torch.load(path, weights_only=True), "replay": {"generator": 0}}, path)
     torch.rand(3), np.random.random(3)  # noqa: NPY002 - move both streams past the saved ones

@@ -194,7 +194,7 @@ def test_a_pool_left_by_an_exception_ends_its_workers_at_once() -> None:
 HOLDER = """
 import sys, time
 from pathlib import Path
-from connectx_train.run_lock import run_lock
+from connectx_train.run_setup import run_lock
 
 with run_lock(Path(sys.argv[1])):
     print("held", flush=True)
@@ -228,7 +228,7 @@ def test_a_second_run_into_the_same_folder_is_refused_in_one_line(tmp_path: Path
         holder.kill()
         holder.wait()
     # the lock died with its holder: the folder is free again, no stale marker
-    from connectx_train.run_lock import run_lock
+    from connectx_train.run_setup import run_lock
 
     with run_lock(out):
         pass

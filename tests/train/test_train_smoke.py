@@ -165,7 +165,7 @@ def test_run_writes_everything(finished_run: Path) -> None:
 def test_play_weights_are_the_mean_of_the_last_weights_and_two_snapshots(
     finished_run: Path,
 ) -> None:
-    from connectx_train.averaging import averaged_weights
+    from connectx_train.finish import averaged_weights
     from connectx_train.sb3_files import weights_from_sb3
 
     report = json.loads((finished_run / "report.json").read_text())

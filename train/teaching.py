@@ -1,16 +1,19 @@
-"""The teacher phase of a run, as the trainer plans it: how much teacher a run of its size gets,
-what it must label itself (said first, with the time it takes), and the supervised passes that
-fit the session's budget (:mod:`connectx_train.budget`), kept in ``out/teacher_plan.json`` so that
-the same command goes on with the same passes after a stop."""
+"""The teacher phase of a run: how much teacher a run of its size gets, what it must label itself
+(said first, with the time it takes), the supervised passes that fit the session's budget
+(:mod:`connectx_train.budget`, planned once and kept in ``out/teacher_plan.json`` so that the same
+command goes on with the same passes after a stop), and the teacher replay that keeps what was
+taught during PPO (:class:`TeacherReplay`). The positions and the passes themselves are
+:mod:`connectx_train.teacher`'s."""
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -36,20 +39,32 @@ from connectx_train.budget import (
 from connectx_train.config import TrainConfig
 from connectx_train.state import write_json
 from connectx_train.teacher import (
+    PRETRAIN_LEARNING_RATE,
+    TEACHER_BATCH,
     TEACHER_FILE,
+    TEACHER_PROGRESS_FILE,
     TeacherTensors,
+    batch_losses,
     book_positions,
     own_positions,
+    pretrain_policy,
     seconds_per_batch,
+    subset,
     teacher_seed,
 )
 
+if TYPE_CHECKING:
+    from connectx_train.run_setup import RunSetup
+
 __all__ = [
     "TEACHER_PLAN_FILE",
+    "TeacherReplay",
     "describe_teaching",
     "labelling_note",
     "sized_teacher",
+    "teach",
     "teaching_plan",
+    "teaching_settings",
 ]
 
 #: the supervised passes planned for the run, in its output directory until the first checkpoint
@@ -183,3 +198,95 @@ def _read_plan(path: Path, key: str) -> TeachingPlan | None:
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError):
         return None  # none, or not one of ours: planned anew
+
+
+def teach(
+    setup: RunSetup,
+    policy: torch.nn.Module,
+    teacher: TeacherTensors,
+    labelling_seconds: float,
+    log: Callable[[str], None],
+) -> float:
+    """The supervised passes over ``teacher`` that fit the budget (planned once per run,
+    announced); returns the wall seconds of passes made by earlier, interrupted sessions.
+    Raises :class:`connectx_train.budget.TimeLimitReachedError` at the bound and
+    ``KeyboardInterrupt`` on a signal, the passes done kept in ``out/teacher_progress.pt``."""
+    config, out, budget = setup.config, setup.out, setup.budget
+    settings = teaching_settings(config)
+    plan = teaching_plan(config, out, policy, teacher, TEACHER_BATCH, budget, settings, log)
+    labelled = f"{minutes(labelling_seconds)} (done)"
+    log(budget.describe(describe_teaching(plan), labelled, plan.seconds))
+    log(f"teaching the policy {plan.epochs} passes over {plan.positions} positions")
+    taught = pretrain_policy(
+        policy,
+        subset(teacher, plan.positions, config.seed + 4),
+        epochs=plan.epochs,
+        batch_size=TEACHER_BATCH,
+        learning_rate=PRETRAIN_LEARNING_RATE,
+        seed=config.seed,
+        log=log,
+        progress=out / TEACHER_PROGRESS_FILE,
+        settings=settings,
+        stop=budget.over,
+    )
+    return taught["earlier_seconds"]
+
+
+def teaching_settings(config: TrainConfig) -> dict[str, Any]:
+    """The settings that shape the taught network: all but those of one session (where the run
+    goes, its time limit, threads and processes, device, progress display) and the averaging at
+    its end, so a rerun with another ``--max-minutes`` or on another device still goes on from
+    the saved supervised passes."""
+    return config.learning_settings()  # all but the settings declared OnResume.FREE
+
+
+class TeacherReplay:
+    """After each rollout, ``batches`` supervised minibatches of teacher positions (their own
+    Adam, at PPO's current learning rate), so PPO's updates do not wash out what was taught.
+
+    :meth:`state_dict` is what a checkpoint keeps of it (:func:`connectx_train.model.save_extras`):
+    Adam's moments and where the index generator stands, so that a resumed run goes on with them
+    rather than with a fresh Adam, whose first steps move every weight by about the learning rate
+    at once."""
+
+    def __init__(self, data: TeacherTensors, batches: int, seed: int) -> None:
+        self.data, self.batches = data, batches
+        self.generator = torch.Generator().manual_seed(seed)
+        self.optimizer: torch.optim.Optimizer | None = None
+        self._saved_optimizer: dict[str, Any] | None = None  # loaded once the optimizer exists
+
+    def state_dict(self) -> dict[str, Any]:
+        """The generator's state and the optimizer's (``None`` before the first replay)."""
+        optimizer = self._saved_optimizer if self.optimizer is None else self.optimizer.state_dict()
+        return {"generator": self.generator.get_state(), "optimizer": optimizer}
+
+    def load_state_dict(self, saved: dict[str, Any]) -> None:
+        """Go on from :meth:`state_dict`'s ``saved`` (before the first replay; a copy is kept,
+        since an optimizer's state dict holds its live tensors)."""
+        optimizer = copy.deepcopy(saved["optimizer"])  # both read before either is set
+        self.generator.set_state(saved["generator"])
+        self._saved_optimizer = optimizer
+
+    def replay(self, policy: Any) -> float:
+        """The minibatches on ``policy`` (a MaskablePPO policy, whose optimizer's rate they
+        take); returns their mean actor loss."""
+        self.data = self.data.to(policy.device)  # once: the positions stay there
+        if self.optimizer is None:
+            self.optimizer = torch.optim.Adam(policy.parameters())
+            if self._saved_optimizer is not None:
+                self.optimizer.load_state_dict(self._saved_optimizer)
+        for group in self.optimizer.param_groups:
+            group["lr"] = policy.optimizer.param_groups[0]["lr"]
+        policy.set_training_mode(True)
+        total = 0.0
+        for _ in range(self.batches):
+            index = torch.randint(len(self.data), (TEACHER_BATCH,), generator=self.generator)
+            mirror = bool(torch.rand(1, generator=self.generator) < 0.5)
+            actor, critic = batch_losses(policy, self.data, index, mirror)
+            self.optimizer.zero_grad()
+            (actor + 0.5 * critic).backward()
+            torch.nn.utils.clip_grad_norm_(policy.parameters(), 1.0)
+            self.optimizer.step()
+            total += actor.item()
+        policy.set_training_mode(False)
+        return total / max(self.batches, 1)
