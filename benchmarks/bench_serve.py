@@ -134,7 +134,7 @@ def first_paint(base: str, rounds: int, screenshot: str | None) -> list[tuple[fl
 
 def take_screenshot(browser, base: str, path: str) -> None:
     """The README's picture: a game in progress, the last move marked, the solver's scores."""
-    page = browser.new_page(viewport={"width": 860, "height": 600})
+    page = browser.new_page(viewport={"width": 1000, "height": 640})
     page.goto(f"{base}/")
     page.wait_for_selector("#board .cell")
     page.evaluate(f"game.moves = {SCREENSHOT_MOVES}; refresh();")

@@ -1,6 +1,7 @@
 // The connectx serve page: play against a policy, replay saved games, analyse positions.
 // The rules live on the server: every position is sent to /api/state (whose turn, legal columns,
-// winner and its line), /api/move (the opponent's reply) and /api/analyse (the solver's scores).
+// winner and its line), /api/move (the opponent's reply), /api/analyse (the solver's scores) and
+// /api/network (a network opponent's move probabilities, shown under the solver's scores).
 // The page shows only positions the server answered for: a click asks for the position after it,
 // and while that or the opponent's move is in flight (game.busy) further clicks are ignored.
 // Text reaches the page only as text (textContent, element()): never as markup, whatever a saved
@@ -21,7 +22,13 @@ const game = {
   busy: false,       // a move (yours or the opponent's) is in flight: input is ignored
   generation: 0,     // bumps on every change, so stale answers are dropped
   saved: [],         // games of the opened .jsonl file
+  choices: [],       // the opponents the server offers (GET /api/policies)
+  networkless: new Set(),  // specs the server said have no network: not asked again
 };
+
+// What the analysis panel shows of the position on the board: the solver's answer and the
+// opponent network's view (each null until it comes).
+const view = { scores: null, network: null };
 
 async function api(path, body) {
   const response = await fetch(path, {
@@ -183,6 +190,7 @@ async function opponentMove(generation) {
 }
 
 function showScores(answer) {
+  view.scores = answer;
   const parts = answer.scores.map((score, column) => {
     const estimate = answer.estimates ? answer.estimates[column] : null;
     const best = answer.best.includes(column) ? " best" : "";
@@ -200,6 +208,73 @@ function showScores(answer) {
   const note = $("analysis-note");
   note.textContent = `${NAMES[answer.to_move]} to move: ${answer.note} (${answer.seconds.toFixed(2)} s).`;
   note.className = answer.proven ? "proven" : "unproven";
+  showNetwork();
+}
+
+function percent(p) {
+  if (p === null) return "";
+  return p > 0 && p < 0.005 ? "<1%" : `${Math.round(p * 100)}%`;
+}
+
+function networkVerdict(top) {
+  // Whether the solver says the network's top move gives away value: "worse", "best" or null
+  // (no exact scores to tell by).
+  const answer = view.scores;
+  if (!answer || top === undefined) return null;
+  if (answer.proven) return answer.best.includes(top) ? "best" : "worse";
+  const score = answer.scores[top];  // unproven: only proven wins and losses are exact
+  const bestScore = answer.best.length ? answer.scores[answer.best[0]] : null;
+  if (score !== null && score < 0 && !answer.best.includes(top) && (bestScore === null || bestScore > score)) {
+    return "worse";
+  }
+  return null;
+}
+
+function showNetwork() {
+  // The network's probability under each column, its top move framed (red when worse).
+  const net = view.network;
+  const note = $("network-note");
+  if (!net || !net.probabilities) { $("probs").replaceChildren(); note.hidden = true; return; }
+  const top = net.top[0];
+  const verdict = networkVerdict(top);
+  const parts = net.probabilities.map((p, column) => {
+    const classes = ["prob", column === top ? "top" : "", column === top && verdict === "worse" ? "worse" : ""];
+    const cell = element("div", classes.join(" ").trim(), percent(p), { column });
+    cell.style.setProperty("--p", String(p || 0));
+    return cell;
+  });
+  $("probs").style.gridTemplateColumns = `repeat(${net.probabilities.length}, var(--cell))`;
+  $("probs").replaceChildren(...parts);
+  const best = view.scores ? view.scores.best.map((c) => c + 1).join(" or ") : "";
+  const judged = verdict === "worse" ? `: the solver prefers ${best}, so this move gives away value`
+    : verdict === "best" ? ": the solver agrees" : "";
+  note.textContent = `${net.network} plays column ${top + 1} (${percent(net.probabilities[top])})${judged}.`;
+  note.className = verdict === "worse" ? "worse" : "";
+  note.hidden = false;
+}
+
+async function networkView(generation) {
+  // The opponent network's view of the position (play mode), shown as soon as it comes.
+  view.network = null;
+  const spec = game.opponent;
+  if (game.mode !== "play" || !spec || game.networkless.has(spec)) return;
+  try {
+    const answer = await api("/api/network", { ...position(), opponent: spec });
+    if (!answer.network) { game.networkless.add(spec); return; }
+    if (generation === game.generation) { view.network = answer; showNetwork(); }
+  } catch (error) {
+    if (generation === game.generation) {
+      const note = $("network-note");
+      Object.assign(note, { textContent: `${spec}: ${error.message}`, className: "error", hidden: false });
+    }
+  }
+}
+
+function clearAnalysis() {
+  Object.assign(view, { scores: null, network: null });
+  $("scores").replaceChildren();
+  $("probs").replaceChildren();
+  $("network-note").hidden = true;
 }
 
 // One analysis in flight per page: the server searches one request at a time and refuses requests
@@ -208,7 +283,7 @@ function showScores(answer) {
 const analysis = { running: false, again: false };
 
 async function analyse(generation) {
-  $("scores").replaceChildren();
+  clearAnalysis();
   const note = $("analysis-note");
   if (!$("analyse-on").checked || !game.state) { note.textContent = "—"; note.className = ""; return; }
   if (game.state.terminal) { note.textContent = "The game is over."; note.className = ""; return; }
@@ -220,6 +295,7 @@ async function analyse(generation) {
   if (analysis.running) { analysis.again = true; return; }
   analysis.running = true;
   try {
+    await networkView(generation);  // one forward pass: before the solver's longer search
     const budget = Number($("budget").value) || 1;
     const answer = await api("/api/analyse", { ...position(), time_budget: budget });
     if (generation === game.generation) showScores(answer);
@@ -239,7 +315,7 @@ function readSize() {
 async function newGame() {
   game.generation++;  // answers for the previous game are dropped
   setStatus("Starting a new game…");
-  $("scores").replaceChildren();  // nor is the previous game's analysis shown meanwhile
+  clearAnalysis();  // nor is the previous game's analysis shown meanwhile
   $("analysis-note").textContent = "—";
   $("analysis-note").className = "";
   const size = readSize();
@@ -327,6 +403,55 @@ async function showSaved(ply) {
   await refresh(moves);
 }
 
+// -- the opponent ------------------------------------------------------------------------------
+const GROUPS = { network: "Networks", policy: "Search and other policies", agent: "Agents" };
+
+function describeChoice(choice) {
+  // One line on the chosen opponent: what it is and the parameters a spec may give it.
+  if (!choice) return "Any policy spec: name:key=value,… (e.g. minimax:depth=3, mcts:net=ppo,simulations=200), ~x adds noise.";
+  const what = choice.kind === "network" ? "a network: its move probabilities are shown under the scores"
+    : choice.kind === "agent" ? "an agent" : "a policy";
+  const params = (choice.parameters || []).map((p) => {
+    const parts = [];
+    if (p.required) parts.push("required");
+    else if (p.default !== null && p.default !== undefined) parts.push(String(p.default));
+    if (p.max !== undefined) parts.push(`\u2264 ${p.max}`);
+    return parts.length ? `${p.name} (${parts.join(", ")})` : p.name;
+  });
+  const example = (choice.parameters || []).find((p) => !p.required && p.default !== null && p.default !== undefined);
+  const joiner = choice.spec.includes(":") ? "," : ":";
+  const tail = (params.length ? `; parameters: ${params.join(", ")}` : "") +
+    (example ? `, e.g. ${choice.spec}${joiner}${example.name}=${example.default}` : "");
+  return `${choice.spec}: ${what}${tail}.`;
+}
+
+function showOpponentChoice() {
+  // The list follows the spec field: its entry when the spec is one, "other" otherwise.
+  const spec = $("opponent").value.trim();
+  const choice = game.choices.find((c) => c.spec === spec);
+  $("opponent-choice").value = choice ? spec : "";
+  $("opponent-help").textContent = describeChoice(choice);
+}
+
+function fillOpponents(choices) {
+  game.choices = choices;
+  const groups = Object.entries(GROUPS).map(([kind, label]) => {
+    const group = document.createElement("optgroup");
+    group.label = label;
+    group.append(...choices.filter((c) => c.kind === kind).map((c) => new Option(c.spec, c.spec)));
+    return group;
+  }).filter((group) => group.children.length);
+  $("opponent-choice").replaceChildren(...groups, new Option("other (typed)", ""));
+  $("opponents").replaceChildren(...choices.map((c) => new Option("", c.spec)));
+  showOpponentChoice();
+}
+
+function changeOpponent() {  // a new opponent takes over the game at once
+  game.opponent = $("opponent").value.trim() || game.defaultOpponent;
+  showOpponentChoice();
+  if (game.mode === "play" && !game.busy) refresh();
+}
+
 function setMode(mode) {
   $("tab-play").classList.toggle("active", mode === "play");
   $("tab-replay").classList.toggle("active", mode === "replay");
@@ -342,7 +467,7 @@ async function start() {
     const info = await api("/api/policies");
     game.defaultOpponent = info.default;
     $("opponent").value = info.default;
-    $("opponents").replaceChildren(...[...info.policies, ...info.models].map((name) => new Option("", name)));
+    fillOpponents(info.choices || []);
     $("budget").value = info.analysis_budget;
   } catch (error) {
     setStatus(error.message, true);
@@ -351,9 +476,13 @@ async function start() {
   window.addEventListener("resize", () => fitCells());
   $("new-game").addEventListener("click", newGame);
   $("undo").addEventListener("click", undo);
-  $("opponent").addEventListener("change", () => {  // a new opponent takes over the game at once
-    game.opponent = $("opponent").value.trim() || game.defaultOpponent;
-    if (game.mode === "play" && !game.busy) refresh();
+  $("opponent").addEventListener("change", changeOpponent);
+  $("opponent").addEventListener("input", showOpponentChoice);
+  $("opponent-choice").addEventListener("change", () => {
+    const spec = $("opponent-choice").value;
+    if (!spec) { $("opponent").select(); $("opponent-help").textContent = describeChoice(null); return; }
+    $("opponent").value = spec;
+    changeOpponent();
   });
   $("tab-play").addEventListener("click", () => setMode("play"));
   $("tab-replay").addEventListener("click", () => setMode("replay"));
