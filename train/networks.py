@@ -116,7 +116,7 @@ class ConnectXCNN(BaseFeaturesExtractor):
         and the weights-only export are unchanged); reading ``x`` in (row, column, channel)
         order instead and permuting the weight to match spares a layout copy of the activations
         forward and, backward, a gradient in the other layout that makes the ReLU and residual
-        gradients of the whole trunk run strided (about 10% of a PPO update).
+        gradients of the whole trunk run strided.
         """
         batch, channels, rows, columns = x.shape
         weight = self.head.weight.view(-1, channels, rows, columns).permute(0, 2, 3, 1)
@@ -136,7 +136,7 @@ class ConnectXPolicy(MaskableActorCriticPolicy):
         with torch.no_grad():
             self.features_extractor.column.weight.mul_(COLUMN_INIT_SCALE)
         # Convolution weights stored NHWC: oneDNN then runs the small 6x7 convolutions (and
-        # their gradients) in channels-last layout, about 15% faster on CPU; values, state
+        # their gradients) in channels-last layout, faster on CPU; values, state
         # dicts and the weights-only export are unchanged (loading copies into this layout).
         self.to(memory_format=torch.channels_last)
 
