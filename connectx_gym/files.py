@@ -30,7 +30,7 @@ import contextlib
 import functools
 import importlib.util
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from importlib.metadata import EntryPoint
 from pathlib import Path
 from typing import Any
@@ -203,6 +203,24 @@ class NumpyNetPolicy(Policy):
         non-``deterministic`` policy samples from."""
         logits, legal = self._logits(board)
         return _softmax(logits, legal)
+
+    def values(self, boards: Sequence[Board]) -> np.ndarray:
+        """The network's value of each of ``boards`` for its player to move, about -1 (lost)
+        to 1 (won), in one batch: ``(len(boards),)``. ``ValueError`` when the network has no
+        value head (:attr:`WeightsFile.value`) or a board is not of its size."""
+        if self.weights.value is None:
+            raise ValueError(f"{self.name} has no value head")
+        for board in boards:
+            if board.geometry != self.weights.geometry:
+                raise ValueError(
+                    f"{self.name} was trained on {self.weights.geometry!r}, not {board.geometry!r}"
+                )
+        g = self.weights.geometry
+        planes = np.zeros((len(boards), 2, g.rows, g.columns), dtype=np.float32)
+        for index, board in enumerate(boards):
+            planes[index] = board.to_planes()
+        with one_blas_thread():
+            return self.weights.values(planes)
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
         logits, legal = self._logits(board)

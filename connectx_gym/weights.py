@@ -17,6 +17,16 @@ JSON::
 the mover's discs, then the opponent's) and ends with one logit per column; the ops are those of
 :data:`connectx_gym.forward.OPERATIONS`, the table of their shape rules and numpy kernels.
 
+A network may have a value head too (:class:`ValueHead`), an optional ``"value"`` entry::
+
+    "value": {"after": 4, "layers": [{"op": "linear", "weight": "p9", "bias": "p10"}, ...]}
+
+Its ``layers`` run on what the first ``after`` layers of ``layers`` make (the trunk both heads
+share; 0: the input planes) and end with one number: how the position looks to the player to
+move, about -1 (lost) to 1 (won), as the critic of the network's training estimated its return.
+A file without the entry loads with ``value`` None; a reader that does not know the entry reads
+the policy alone.
+
 Reading files from strangers
 ----------------------------
 :func:`read_weights` never unpickles and is bounded: the board size is checked first, ``__meta__``
@@ -24,14 +34,15 @@ may hold at most :data:`MAX_META_BYTES` of JSON nested at most :data:`MAX_META_D
 arrays the layers name are read, and each array's header (shape, dtype) is read and its size checked
 against the archive's central directory and against :data:`MAX_PARAMETERS` *before* its data is
 decompressed. Every shape is then checked against the layers (:func:`output_shape`): a network
-that does not end in one logit per column is refused, and so is one whose run would cost more than
-the bounds, computed from the layers and shapes before anything is allocated
+that does not end in one logit per column (or whose value head does not end in one number) is
+refused, and so is one whose run would cost more than the bounds, computed from the layers and
+shapes, value head included, before anything is allocated
 (:func:`~connectx_gym.forward.network_cost`): :data:`MAX_ACTIVATION_BYTES`, the largest array one
 layer makes for one board, and :data:`MAX_WORK`, the multiply-adds of a move. Last, the network
 runs on :data:`PROBE_POSITIONS` positions (the empty board and a few seeded random ones): one
-whose logits are not finite there (its arithmetic overflows float32) is refused. Every refusal is
-a ``ValueError`` naming the file and the reason, whatever the archive holds (a zip entry's unknown
-compression method or encryption flag, data that does not decompress included).
+whose logits or value are not finite there (its arithmetic overflows float32) is refused. Every
+refusal is a ``ValueError`` naming the file and the reason, whatever the archive holds (a zip
+entry's unknown compression method or encryption flag, data that does not decompress included).
 """
 
 from __future__ import annotations
@@ -48,6 +59,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from connectx_gym.forward import (
+    FORWARD_CHUNK,
     MAX_LAYERS,
     OPERATIONS,
     NetworkCost,
@@ -73,6 +85,7 @@ __all__ = [
     "WEIGHTS_FORMAT",
     "WEIGHTS_VERSION",
     "BoardSize",
+    "ValueHead",
     "WeightsFile",
     "best_legal_column",
     "check_cost",
@@ -83,6 +96,7 @@ __all__ = [
     "masked_logits",
     "output_shape",
     "read_weights",
+    "value_head",
     "weights_bytes",
     "write_weights",
 ]
@@ -132,48 +146,94 @@ def _array_names(layers: list) -> list[str]:
     return names
 
 
+class ValueHead(NamedTuple):
+    """A network's value head: ``layers`` run on what the first ``after`` layers of the policy
+    make (the trunk the heads share) and end with one value, for the player to move."""
+
+    after: int
+    layers: list[dict[str, Any]]
+
+
+def value_head(description: Any, layers: Any) -> ValueHead:
+    """The :class:`ValueHead` of a ``"value"`` entry (``{"after": N, "layers": [...]}``, or a
+    :class:`ValueHead`) of a network of ``layers``; ``ValueError`` when it is not one."""
+    if isinstance(description, ValueHead):
+        description = description._asdict()
+    if not isinstance(description, dict) or set(description) != {"after", "layers"}:
+        raise ValueError('\'value\' must be {"after": N, "layers": [...]}')
+    after, count = description["after"], len(layers) if isinstance(layers, list) else 0
+    if isinstance(after, bool) or not isinstance(after, int) or not 0 <= after <= count:
+        raise ValueError(f"the value head's 'after' must be a whole number in [0, {count}]")
+    if not isinstance(description["layers"], list):
+        raise ValueError("the value head's 'layers' must be a list of layers")
+    return ValueHead(after, description["layers"])
+
+
+def _sets_landing(layers: list) -> bool:
+    """Whether ``layers`` (checked) run ``input_planes``, nested ones included."""
+    return any(
+        layer["op"] == "input_planes"
+        or any(_sets_landing(body) for body in OPERATIONS[layer["op"]].bodies(layer))
+        for layer in layers
+    )
+
+
 # -- the weights-only file ------------------------------------------------------------------------
 class WeightsFile:
     """A network in the weights-only format: its board, its layers and its arrays.
 
     ``geometry`` is anything with ``rows``, ``columns`` and ``inarow`` (a :class:`BoardSize` or a
     :class:`connectx_gym.Geometry`). The layers are checked against the array shapes: they must
-    turn ``(2, rows, columns)`` planes into one logit per column, or ``ValueError`` says why.
-    ``kernels`` holds the convolutions' matrices (:func:`conv_kernels`, read-only), made once here
-    from ``params``, which are not to be changed afterwards.
+    turn ``(2, rows, columns)`` planes into one logit per column, and the optional ``value`` head
+    (a :class:`ValueHead` or its ``{"after", "layers"}`` dict; None: the network has none) the
+    trunk into one value, or ``ValueError`` says why. ``kernels`` holds the convolutions'
+    matrices (:func:`conv_kernels`, read-only), made once here from ``params``, which are not to
+    be changed afterwards.
     """
 
-    def __init__(self, geometry: Any, layers: list[dict[str, Any]], params: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        geometry: Any,
+        layers: list[dict[str, Any]],
+        params: dict[str, Any],
+        value: ValueHead | dict[str, Any] | None = None,
+    ) -> None:
         self.geometry = geometry
         self.layers = layers
+        self.value = None if value is None else value_head(value, layers)
         self.params = {name: np.asarray(value, dtype=np.float32) for name, value in params.items()}
-        for name, value in self.params.items():
-            if not np.isfinite(value).all():
+        for name, array in self.params.items():
+            if not np.isfinite(array).all():
                 raise ValueError(f"array {name!r} holds values that are not finite")
         planes = (2, int(geometry.rows), int(geometry.columns))
-        out = check_cost(layers, self.params, planes).shape
+        out = check_cost(layers, self.params, planes, self.value).shape
         if out != (planes[2],):
             raise ValueError(
                 f"the network outputs shape {out}, not one logit per column ({planes[2]})"
             )
         self.kernels = conv_kernels(layers, self.params)
+        if self.value is not None:
+            self.kernels |= conv_kernels(self.value.layers, self.params)
         for kernel in self.kernels.values():
             kernel.setflags(write=False)
-        self._check_finite_logits()
+        self._check_finite_outputs()
 
-    def _check_finite_logits(self) -> None:
-        """``ValueError`` when the logits of a probe position are not all finite."""
+    def _check_finite_outputs(self) -> None:
+        """``ValueError`` when the logits or the value of a probe position are not all finite."""
         probes = probe_positions(int(self.geometry.rows), int(self.geometry.columns))
         with np.errstate(over="ignore", invalid="ignore"):  # reported below, in one line
-            logits = self.logits(probes)
-        finite = np.isfinite(logits).all(axis=1)
-        if not finite.all():
-            first = int(np.flatnonzero(~finite)[0])
-            stones = int(probes[first].sum())
-            raise ValueError(
-                "the network's logits are not finite (inf or nan: its arithmetic overflows "
-                f"float32) on {'the empty board' if stones == 0 else f'a board of {stones} stones'}"
-            )
+            logits, values = self.logits_and_values(probes)
+        for what, finite in (
+            ("logits are", np.isfinite(logits).all(axis=1)),
+            ("value is", np.isfinite(values if values is not None else np.zeros(len(probes)))),
+        ):
+            if not finite.all():
+                stones = int(probes[int(np.flatnonzero(~finite)[0])].sum())
+                board = "the empty board" if stones == 0 else f"a board of {stones} stones"
+                raise ValueError(
+                    f"the network's {what} not finite (inf or nan: its arithmetic overflows "
+                    f"float32) on {board}"
+                )
 
     @property
     def meta(self) -> dict[str, Any]:
@@ -186,6 +246,7 @@ class WeightsFile:
             "columns": int(g.columns),
             "inarow": int(g.inarow),
             "layers": self.layers,
+            **({} if self.value is None else {"value": self.value._asdict()}),
         }
 
     def logits(self, planes: np.ndarray) -> np.ndarray:
@@ -193,12 +254,50 @@ class WeightsFile:
         x = np.asarray(planes, dtype=np.float32)
         return forward_layers(self.layers, self.params, x, kernels=self.kernels)
 
+    def values(self, planes: np.ndarray) -> np.ndarray:
+        """The value head's ``(N,)`` values of a batch ``(N, 2, rows, columns)`` of observations,
+        each for the player to move; ``ValueError`` when the network has no value head."""
+        values = self.logits_and_values(planes)[1]
+        if values is None:
+            raise ValueError("this network has no value head")
+        return values
 
-def check_cost(layers: Any, shapes: dict[str, Any], planes: tuple[int, ...]) -> NetworkCost:
+    def logits_and_values(self, planes: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+        """:meth:`logits` and :meth:`values` of a batch, the shared trunk run once; the values
+        are None when the network has no value head."""
+        x = np.asarray(planes, dtype=np.float32)
+        if self.value is None:
+            return self.logits(x), None
+        starts = range(0, max(len(x), 1), FORWARD_CHUNK)
+        pieces = [self._heads(x[start : start + FORWARD_CHUNK]) for start in starts]
+        return np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces])
+
+    def _heads(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Logits and values of at most :data:`~connectx_gym.forward.FORWARD_CHUNK` boards."""
+        assert self.value is not None
+        saved: dict[str, np.ndarray] = {}  # the landing cells, from the trunk to the heads
+        after, params, kernels = self.value.after, self.params, self.kernels
+        trunk = forward_layers(self.layers[:after], params, x, saved, kernels)
+        logits = forward_layers(self.layers[after:], params, trunk, saved, kernels)
+        return logits, forward_layers(self.value.layers, params, trunk, saved, kernels)[:, 0]
+
+
+def check_cost(
+    layers: Any, shapes: dict[str, Any], planes: tuple[int, ...], value: ValueHead | None = None
+) -> NetworkCost:
     """The :func:`~connectx_gym.forward.network_cost` of ``layers`` on ``planes`` given the
-    arrays' ``shapes``, or ``ValueError`` naming the bound it exceeds (:data:`MAX_WORK`,
-    :data:`MAX_ACTIVATION_BYTES`)."""
+    arrays' ``shapes``, the ``value`` head's counted in (its trunk once), or ``ValueError``
+    naming the bound it exceeds (:data:`MAX_WORK`, :data:`MAX_ACTIVATION_BYTES`) or why the
+    value head does not fit (it must end in one value)."""
     cost = network_cost(layers, shapes, planes)
+    if value is not None:
+        trunk = layers[: value.after]
+        shape = network_cost(trunk, shapes, planes).shape
+        head = network_cost(value.layers, shapes, shape, _sets_landing(trunk))
+        if head.shape != (1,):
+            raise ValueError(f"the value head outputs shape {head.shape}, not one value")
+        largest = max(cost.largest_activation, head.largest_activation)
+        cost = NetworkCost(cost.shape, largest, cost.work + head.work)
     activation = cost.largest_activation * _ACTIVATION_ITEM_BYTES
     if activation > MAX_ACTIVATION_BYTES:
         raise ValueError(
@@ -320,7 +419,10 @@ def read_weights(
         with zipfile.ZipFile(source) as archive:
             meta = _read_meta(archive)
             board = _board(meta, max_side, max_cells)
+            value = value_head(meta["value"], meta.get("layers")) if "value" in meta else None
             names = _array_names(meta.get("layers"))
+            if value is not None:
+                names += [n for n in _array_names(value.layers) if n not in names]
             headers: dict[str, Any] = {}
             total = 0
             for array in names:  # shapes and sizes first: nothing decompressed beyond headers
@@ -341,7 +443,7 @@ def read_weights(
                     raise ValueError(f"array {array!r}: its size does not match its shape {shape}")
                 headers[array] = _Shape(shape)
             planes = (2, board.rows, board.columns)
-            out = check_cost(meta.get("layers"), headers, planes).shape
+            out = check_cost(meta.get("layers"), headers, planes, value).shape
             if out != (board.columns,):
                 raise ValueError(f"the network outputs shape {out}, not {board.columns} logits")
             params = {}
@@ -351,7 +453,7 @@ def read_weights(
                     shape, dtype = _npy_header(member, array)
                     data = member.read(math.prod(shape) * dtype.itemsize)
                 params[array] = np.frombuffer(data, dtype=dtype).reshape(shape)
-        return WeightsFile(board, meta["layers"], params)
+        return WeightsFile(board, meta["layers"], params, value)
     except ValueError as error:
         raise ValueError(f"{name} is not a connectx-gym weights file: {error}") from None
     except (
