@@ -46,7 +46,7 @@ from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.config import TrainConfig
-from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_layers
+from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_weights
 from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, renamed_module_objects
 from connectx_train.sb3_without_gym import without_gym
 from connectx_train.torch_files import load_error_reason, write_torch_atomically
@@ -166,9 +166,9 @@ def save_model(model: MaskablePPO, path: Path) -> None:
 
 
 def model_weights(model: MaskablePPO, geometry: Geometry) -> WeightsFile:
-    """The policy of ``model`` in the weights-only format (numpy inference)."""
-    layers, params = numpy_layers(model.policy)
-    return WeightsFile(geometry, layers, params)
+    """The network of ``model`` in the weights-only format (numpy inference): its policy's
+    logits and its critic as the value head."""
+    return numpy_weights(model.policy, geometry)
 
 
 def evaluate_panel(

@@ -12,8 +12,10 @@ residual blocks it produces
 - ``features_dim`` dense features over the whole board, for the value and for global plans.
 
 :class:`ConnectXPolicy` (a MaskablePPO policy) adds the column scores to the logits of its
-action layer. The network works for any board size. :func:`numpy_layers` describes it in the
-weights-only format of :mod:`connectx_gym.files`.
+action layer; its critic (the ``vf`` layers of ``net_arch``, then one linear output) reads the same
+features. The network works for any board size. :func:`numpy_weights` describes both heads in the
+weights-only format of :mod:`connectx_gym.weights` (:func:`numpy_layers` the logits,
+:func:`numpy_value_head` the value).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
 
 from connectx_gym.forward import OPERATIONS
+from connectx_gym.weights import ValueHead, WeightsFile
 
 __all__ = [
     "ConnectXCNN",
@@ -36,6 +39,8 @@ __all__ = [
     "ResidualBlock",
     "landing_cells",
     "numpy_layers",
+    "numpy_value_head",
+    "numpy_weights",
 ]
 
 #: Scale of the column-score layer at initialisation: the first policy is close to uniform.
@@ -174,24 +179,77 @@ def _linear(
     return _layer(op, weight=f"{name}.weight", bias=f"{name}.bias")
 
 
-def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
-    """The weights-only description (layers, arrays) of a :class:`ConnectXPolicy`'s logits."""
-    extractor = policy.pi_features_extractor
+#: The activations of the critic's layers the weights-only format has, by torch module type.
+_ACTIVATIONS: dict[type[nn.Module], str] = {nn.ReLU: "relu", nn.Tanh: "tanh"}
+
+
+def _trunk(extractor: ConnectXCNN, prefix: str, params: dict[str, np.ndarray]) -> list[dict]:
+    """The layers of ``extractor``: planes to column scores and dense features (arrays named
+    from ``prefix``)."""
+    layers = [_layer("input_planes"), _conv(extractor.stem, f"{prefix}stem", params)]
+    layers.append(_layer("relu"))
+    for index, block in enumerate(extractor.blocks):
+        body = [
+            _conv(block.conv1, f"{prefix}block{index}.conv1", params),
+            _layer("relu"),
+            _conv(block.conv2, f"{prefix}block{index}.conv2", params),
+        ]
+        layers += [_layer("residual", body=body), _layer("relu")]
+    column_branch = [_conv(extractor.column, f"{prefix}column", params), _layer("gather_landing")]
+    dense_branch = [
+        _layer("flatten"),
+        _linear(extractor.head, f"{prefix}head", params),
+        _layer("relu"),
+    ]
+    layers.append(_layer("branches", branches=[column_branch, dense_branch]))
+    return layers
+
+
+def _check_policy(policy: nn.Module) -> None:
+    extractor = getattr(policy, "pi_features_extractor", None)
     if not isinstance(policy, ConnectXPolicy) or not isinstance(extractor, ConnectXCNN):
         raise ValueError("only ConnectXPolicy models export to the weights-only format")
+
+
+def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
+    """The weights-only description (layers, arrays) of a :class:`ConnectXPolicy`'s logits: its
+    features extractor's trunk, then the action layer."""
+    _check_policy(policy)
     if any(isinstance(m, nn.Linear) for m in policy.mlp_extractor.policy_net.modules()):
         raise ValueError("the policy network must be empty (net_arch pi=[])")
     params: dict[str, np.ndarray] = {}
-    layers = [_layer("input_planes"), _conv(extractor.stem, "stem", params), _layer("relu")]
-    for index, block in enumerate(extractor.blocks):
-        body = [
-            _conv(block.conv1, f"block{index}.conv1", params),
-            _layer("relu"),
-            _conv(block.conv2, f"block{index}.conv2", params),
-        ]
-        layers += [_layer("residual", body=body), _layer("relu")]
-    column_branch = [_conv(extractor.column, "column", params), _layer("gather_landing")]
-    dense_branch = [_layer("flatten"), _linear(extractor.head, "head", params), _layer("relu")]
-    layers.append(_layer("branches", branches=[column_branch, dense_branch]))
+    layers = _trunk(policy.pi_features_extractor, "", params)
     layers.append(_linear(policy.action_net, "action", params, op="linear_plus_prefix"))
     return layers, params
+
+
+def numpy_value_head(policy: nn.Module, params: dict[str, np.ndarray]) -> ValueHead:
+    """The weights-only value head of a :class:`ConnectXPolicy` (its arrays added to
+    ``params``), what ``policy.predict_values`` computes: the critic's layers and output on the
+    trunk of :func:`numpy_layers` (all its layers but the action layer), or, when the critic
+    has a features extractor of its own, on the planes through that extractor's trunk."""
+    _check_policy(policy)
+    layers: list[dict[str, Any]] = []
+    if policy.share_features_extractor:
+        after = len(_trunk(policy.pi_features_extractor, "", {}))
+    else:
+        after = 0
+        if not isinstance(policy.vf_features_extractor, ConnectXCNN):
+            raise ValueError("the critic's features extractor must be a ConnectXCNN")
+        layers = _trunk(policy.vf_features_extractor, "vf_features.", params)
+    for index, module in enumerate(policy.mlp_extractor.value_net):
+        if isinstance(module, nn.Linear):
+            layers.append(_linear(module, f"value_mlp.{index}", params))
+        elif type(module) in _ACTIVATIONS:
+            layers.append(_layer(_ACTIVATIONS[type(module)]))
+        else:
+            raise ValueError(f"cannot export the critic's layer {module!r}: Linear, ReLU, Tanh")
+    layers.append(_linear(policy.value_net, "value", params))
+    return ValueHead(after, layers)
+
+
+def numpy_weights(policy: nn.Module, geometry: Any) -> WeightsFile:
+    """A :class:`ConnectXPolicy` in the weights-only format, for the board ``geometry``: its
+    logits (:func:`numpy_layers`) and its value head (:func:`numpy_value_head`)."""
+    layers, params = numpy_layers(policy)
+    return WeightsFile(geometry, layers, params, numpy_value_head(policy, params))

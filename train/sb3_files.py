@@ -63,16 +63,16 @@ def renamed_module_objects(path: str | Path) -> dict[str, Any]:
 
 
 def weights_from_sb3(path: str | Path) -> WeightsFile:
-    """The policy of an SB3 MaskablePPO ``.zip`` (trained with
-    :class:`connectx_train.networks.ConnectXCNN`)
-    in the weights-only format. **Unpickles the file** (SB3's format): trusted files only."""
+    """The network of an SB3 MaskablePPO ``.zip`` (trained with
+    :class:`connectx_train.networks.ConnectXCNN`) in the weights-only format, value head
+    included. **Unpickles the file** (SB3's format): trusted files only."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such model file: {path}")
     try:
         from sb3_contrib import MaskablePPO
 
-        from connectx_train.networks import numpy_layers
+        from connectx_train.networks import numpy_weights
         from connectx_train.torch_files import load_error_reason
     except ImportError as error:
         raise ImportError(
@@ -87,8 +87,7 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
         raise ValueError(f"{path} is not a loadable MaskablePPO model ({reason})") from None
     _, rows, columns = model.observation_space.shape
     rows_columns_inarow = getattr(model, GEOMETRY_ATTRIBUTE, None) or (rows, columns, 4)
-    layers, params = numpy_layers(model.policy)
     try:
-        return WeightsFile(Geometry(*rows_columns_inarow), layers, params)
+        return numpy_weights(model.policy, Geometry(*rows_columns_inarow))
     except ValueError as error:
         raise ValueError(f"{path}: {error}") from None

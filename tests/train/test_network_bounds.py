@@ -1,5 +1,6 @@
 """The bounds of the weights-only loader (``MAX_WORK``, ``MAX_ACTIVATION_BYTES``) admit the
-networks the trainer makes, for its presets, on the largest board it accepts."""
+networks the trainer makes, value head included, for its presets, on the largest board it
+accepts."""
 
 from __future__ import annotations
 
@@ -34,7 +35,8 @@ def test_every_preset_network_fits_the_bounds_on_the_largest_board(
         networks, "_array", lambda tensor: np.broadcast_to(np.float32(0), tuple(tensor.shape))
     )
     layers, params = networks.numpy_layers(policy)
-    cost = check_cost(layers, params, (2, side, side))
+    value = networks.numpy_value_head(policy, params)
+    cost = check_cost(layers, params, (2, side, side), value)
     assert cost.shape == (side,)
     assert cost.work * 2 < MAX_WORK
     assert cost.largest_activation * 4 * 4 < MAX_ACTIVATION_BYTES
