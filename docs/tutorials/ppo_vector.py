@@ -7,7 +7,7 @@ columns are masked by setting their logits to a large negative number, from the 
 same-step autoreset), so a ``terminated`` board's next observation is already a new game's
 first: the value of the next state is not bootstrapped across it.
 
-    python docs/tutorials/ppo_vector.py                 # the full run (400,000 steps)
+    python docs/tutorials/ppo_vector.py                 # the full run (200,000 steps)
     python docs/tutorials/ppo_vector.py --short         # a few seconds, to try it
 """
 
@@ -28,7 +28,7 @@ from connectx_gym import Board, Policy, play_match
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--timesteps", type=int, default=400_000, help="agent moves to train")
+    parser.add_argument("--timesteps", type=int, default=200_000, help="agent moves to train")
     parser.add_argument("--short", action="store_true", help="a few seconds: 8,192 steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--opponent", default="minimax:depth=2~0.5", help="a policy spec")
@@ -186,7 +186,7 @@ def main() -> dict[str, float]:
                 loss.backward()
                 nn.utils.clip_grad_norm_(agent.parameters(), args.max_grad_norm)
                 optimizer.step()
-                losses.append(float(loss))
+                losses.append(loss.item())
 
         if iteration % max(1, iterations // 10) == 0 or iteration == iterations:
             recent = returns_seen[-500:]

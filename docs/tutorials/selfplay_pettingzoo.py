@@ -7,7 +7,7 @@ PettingZoo's observation, ``(rows, columns, 2)`` int8 from its own view (its dis
 and its ``action_mask``. After training, the model plays 98 games against minimax depth 2 and
 against random moves, every two-ply opening from both seats.
 
-    python docs/tutorials/selfplay_pettingzoo.py                # the full run (300,000 steps)
+    python docs/tutorials/selfplay_pettingzoo.py                # the full run (150,000 steps)
     python docs/tutorials/selfplay_pettingzoo.py --short        # a few seconds, to try it
 """
 
@@ -111,7 +111,7 @@ class ModelPolicy(Policy):
 
 def parse_args() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--timesteps", type=int, default=300_000, help="learner moves to train")
+    parser.add_argument("--timesteps", type=int, default=150_000, help="learner moves to train")
     parser.add_argument("--short", action="store_true", help="a few seconds: 4,096 steps")
     parser.add_argument("--generations", type=int, default=10, help="snapshots added")
     parser.add_argument("--seed", type=int, default=0)
