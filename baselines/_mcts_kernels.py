@@ -210,7 +210,10 @@ def rollout(current: int, mask: int, moves: int, randoms, state, d) -> float:
 @helper
 def leaf_value(current: int, mask: int, moves: int, rollouts: int, randoms, state, d) -> float:
     """The mean result of ``rollouts`` random games from the leaf ``current``, ``mask``, for the
-    player who chose it (the opponent of the player to move there)."""
+    player who chose it (the opponent of the player to move there); 0 with no rollouts (the
+    network's value scores the leaf: :func:`finish_leaves`)."""
+    if rollouts == 0:
+        return 0.0
     total = 0.0
     for _ in range(rollouts):
         total += rollout(current, mask, moves, randoms, state, d)
@@ -279,8 +282,8 @@ def gather_leaves(
     leaf_values,
 ) -> int:
     """PUCT descents from the root until ``batch`` simulations are finished or wait for the
-    network's priors: each
-    such leaf is expanded, rolled out (its value kept in ``leaf_values``) and given a virtual
+    network's priors: each such leaf is expanded, rolled out when ``rollouts`` is not 0 (its
+    value kept in ``leaf_values``; else the caller sets it from the network) and given a virtual
     loss; its row and position go to ``leaves``, ``leaf_current`` and ``leaf_mask`` and
     ``state[STATE_PENDING]`` counts them. A descent ending on a proven node backs up its
     outcome at once (a finished simulation). Stops early when the root is proven, a descent meets

@@ -3,7 +3,8 @@
 :class:`SearchTree` runs the kernels of :mod:`connectx_baselines._mcts_kernels` (compiled or
 plain) under a budget of simulations and seconds. Without a network it runs UCT in chunks timed
 to end near the deadline; with one it gathers a batch of leaves, asks the network for their
-priors in one call and backs them up. numpy and the standard library only: the Kaggle export
+priors (and, with ``value_leaves``, their values in place of random rollouts) in one call and
+backs them up. numpy and the standard library only: the Kaggle export
 embeds this source in ``main.py``, with the kernels as plain Python.
 """
 
@@ -108,15 +109,23 @@ class SearchTree:
         seconds: float | None,
         exploration: float,
         rollouts: int,
-        evaluate: Callable[[np.ndarray], np.ndarray] | None = None,
+        evaluate: Callable[[np.ndarray], Any] | None = None,
         batch: int = 8,
+        value_leaves: bool = False,
     ) -> dict[str, Any]:
         """Search the position ``current``, ``mask`` (``moves`` stones, not over) until
         ``simulations`` are run or ``seconds`` pass (at least one simulation either way), the
         root is proven or the tree is full. UCT with random rollouts when ``evaluate`` is None;
         else PUCT whose priors are the softmax of ``evaluate(planes) -> logits``, ``batch``
-        leaves a call. Returns the visits and proven outcomes of the root's moves by column,
-        the simulations run and why it stopped."""
+        leaves a call, the leaves scored by ``rollouts`` random games each; with
+        ``value_leaves`` (and ``rollouts`` 0), ``evaluate(planes) -> (logits, values)`` and each
+        leaf is scored by its value, for the player to move there, clipped to [-1, 1].
+        Returns the visits and proven outcomes of the root's moves by column, the simulations
+        run and why it stopped."""
+        if value_leaves and (evaluate is None or rollouts != 0):
+            raise ValueError("value_leaves scores the leaves by a network's values: no rollouts")
+        if not value_leaves and rollouts < 1:
+            raise ValueError("without value_leaves the leaves need rollouts >= 1")
         start = time.perf_counter()
         deadline = math.inf if seconds is None else start + seconds
         target = math.inf if simulations is None else simulations
@@ -150,7 +159,9 @@ class SearchTree:
                     self.state, self.randoms, self.order, self.dims,
                 )  # fmt: skip
             else:
-                done = self._batch(current, mask, moves, chunk, exploration, rollouts, evaluate)
+                done = self._batch(
+                    current, mask, moves, chunk, exploration, rollouts, evaluate, value_leaves
+                )
             if not done:  # cannot happen with room and draws for a simulation; never spin
                 stopped = STOPPED_FULL
                 break
@@ -181,9 +192,12 @@ class SearchTree:
         batch: int,
         exploration: float,
         rollouts: int,
-        evaluate: Callable[[np.ndarray], np.ndarray],
+        evaluate: Callable[[np.ndarray], Any],
+        value_leaves: bool,
     ) -> int:
-        """One batch of PUCT simulations: gather leaves, evaluate them together, back them up."""
+        """One batch of PUCT simulations: gather leaves, evaluate them together, back them up.
+        A leaf's value is for the player who chose it, the opponent of the one the network
+        sees to move there: the network's value changes sign."""
         k = self.kernels
         leaves = np.zeros(batch, dtype=np.int64)
         currents = np.zeros(batch, dtype=self.position_dtype)
@@ -197,7 +211,13 @@ class SearchTree:
         if pending:
             planes = leaf_planes(currents[:pending], masks[:pending], self.bits)
             legal = planes[:, :, 0, :].sum(axis=1) == 0  # top cell empty
-            logits = np.asarray(evaluate(planes), dtype=np.float64)
+            if value_leaves:
+                logits, mover_values = evaluate(planes)
+                mover_values = np.nan_to_num(np.asarray(mover_values, dtype=np.float64))
+                values[:pending] = -np.clip(mover_values, -1.0, 1.0)
+            else:
+                logits = evaluate(planes)
+            logits = np.asarray(logits, dtype=np.float64)
             priors = masked_softmax(logits, legal)
             k.finish_leaves(pending, leaves, priors, values, self.ints, self.floats)
         return int(done) + pending

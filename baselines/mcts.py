@@ -1,4 +1,4 @@
-"""Monte Carlo tree search as a policy (``"mcts"``), with random rollouts or a network's priors.
+"""Monte Carlo tree search as a policy (``"mcts"``), with random rollouts or a network's guidance.
 
 The search is the usual loop (select, expand, evaluate, back up) over a tree kept in arrays
 (:mod:`connectx_baselines._mcts_kernels`, numba-compiled on boards of up to 64 bits), with the
@@ -9,8 +9,11 @@ evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
 * with ``net`` (a network: ``"ppo"`` or a weights file such as ``runs/x/final.npz``): PUCT
   (``Q + c_puct P sqrt(N) / (1 + n)``) whose priors ``P`` are the softmax of the network's
   logits, the network asked for a batch of leaves at a time (descents in a batch steer apart by
-  virtual losses). The weights-only format holds the policy's logits and no value head, so the
-  leaves are still scored by random games.
+  virtual losses). A network with a value head (:attr:`connectx_gym.weights.WeightsFile.value`:
+  those trained from its introduction on) scores each leaf by its value, as AlphaZero does,
+  with no rollout; one without (the shipped ``ppo``) by random games. ``rollouts`` chooses:
+  unset, the value where there is one; 0, the value (refused without one); 1 or more, random
+  games even where there is a value.
 
 Both prove what they can (MCTS-Solver): a move that wins, fills the board or lets the opponent
 win at once is proven when its node is made, and proofs climb the tree, so a win in one is
@@ -33,7 +36,6 @@ from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.deadline import time_left
 from connectx_gym.files import NumpyNetPolicy, one_blas_thread
-from connectx_gym.forward import forward_layers
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 from connectx_gym.weights import WeightsFile
 
@@ -80,11 +82,14 @@ class MCTSPolicy(Policy):
             the clock starts). A move under a time budget alone is not reproducible (how far
             the search gets depends on the machine); under ``simulations`` alone it is, given
             the generator.
-        net: a network for the priors (``"ppo"``, a ``.npz`` weights file, an SB3 ``.zip``);
-            it plays only the board size it was trained on.
+        net: a network for the priors, and the leaves' values where it has a value head
+            (``"ppo"``, a ``.npz`` weights file, an SB3 ``.zip``); it plays only the board size
+            it was trained on.
         uct_c: UCT's exploration constant (without ``net``; default 2).
         c_puct: PUCT's exploration constant (with ``net``; default 4).
-        rollouts: random games that score each leaf, >= 1 (default 1).
+        rollouts: random games that score each leaf, >= 1; 0 scores each leaf by the network's
+            value instead (a ``net`` with a value head). Default: 0 for a ``net`` with a value
+            head, else 1.
         batch: leaves the network scores in one call, >= 1 (with ``net``; default 8).
     """
 
@@ -97,7 +102,7 @@ class MCTSPolicy(Policy):
         net: str | None = None,
         uct_c: float | None = None,
         c_puct: float | None = None,
-        rollouts: int = 1,
+        rollouts: int | None = None,
         batch: int | None = None,
     ) -> None:
         super().__init__()
@@ -107,7 +112,8 @@ class MCTSPolicy(Policy):
         if simulations is None and self.time_budget is None:
             simulations = DEFAULT_SIMULATIONS
         self.simulations = simulations
-        self.rollouts = require_depth("rollouts", rollouts)
+        if rollouts is not None and rollouts != 0:
+            rollouts = require_depth("rollouts", rollouts)
         if net is None:
             for option, value in (("c_puct", c_puct), ("batch", batch)):
                 if value is not None:
@@ -124,22 +130,46 @@ class MCTSPolicy(Policy):
         if net is not None:
             self.weights, net_name = load_network(net)
             self.name = f"mcts({net_name})"
+        self.rollouts = self._leaf_rollouts(rollouts)
         self._trees: dict[Geometry, SearchTree] = {}
         # Load the compiled kernels for the usual board now, not inside a timed first move
         # (other sizes load on their first move, before its clock starts).
         self._tree(Geometry() if self.weights is None else self.weights.geometry)
+
+    def _leaf_rollouts(self, rollouts: int | None) -> int:
+        """The random games per leaf: ``rollouts``, or 0 (the network's value) when unset and
+        the network has a value head, else 1; ``ValueError`` for 0 without a value head."""
+        has_value = self.weights is not None and self.weights.value is not None
+        if rollouts is None:
+            return 0 if has_value else 1
+        if isinstance(rollouts, bool) or rollouts != 0:
+            return require_depth("rollouts", rollouts)
+        if self.weights is None:
+            raise ValueError("rollouts=0 scores the leaves by a network's value: give net=")
+        if not has_value:
+            raise ValueError(
+                f"rollouts=0 scores the leaves by a network's value, and net={self.net!r} has "
+                "no value head: give rollouts >= 1"
+            )
+        return 0
+
+    @property
+    def value_leaves(self) -> bool:
+        """Whether the network's value scores the leaves (``rollouts`` 0), not random games."""
+        return self.rollouts == 0
 
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_trees"] = {}  # rebuilt on use: no need to copy a tree of megabytes
         return state
 
-    def _evaluate(self, planes: np.ndarray) -> np.ndarray:
+    def _evaluate(self, planes: np.ndarray) -> Any:
+        """The network's logits of a batch of leaves, with their values when they score them."""
         assert self.weights is not None
         with one_blas_thread():
-            return forward_layers(
-                self.weights.layers, self.weights.params, planes, kernels=self.weights.kernels
-            )
+            if self.value_leaves:
+                return self.weights.logits_and_values(planes)
+            return self.weights.logits(planes)
 
     def _tree(self, geometry: Geometry) -> SearchTree:
         tree = self._trees.get(geometry)
@@ -173,7 +203,7 @@ class MCTSPolicy(Policy):
         evaluate = None if self.weights is None else self._evaluate
         return tree.search(
             board.current, board.mask, board.moves, rng, self.simulations, seconds,
-            self.exploration, self.rollouts, evaluate, self.batch,
+            self.exploration, self.rollouts, evaluate, self.batch, self.value_leaves,
         )  # fmt: skip
 
     def scores(self, board: Board, rng: np.random.Generator | None = None) -> np.ndarray:

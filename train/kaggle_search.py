@@ -6,7 +6,8 @@ of the search: the core's bitboard rules it calls, the kernels of
 :mod:`connectx_baselines._mcts_kernels` and the loop of :mod:`connectx_baselines._mcts_search`,
 run as plain Python (Kaggle's agents may lack numba). Its ``agent`` plays the spec's PUCT search
 (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's budget and at most half of
-Kaggle's ``actTimeout``. numpy and the standard library only.
+Kaggle's ``actTimeout``, its leaves scored as the spec's are (the network's value, or random
+games). numpy and the standard library only.
 """
 
 from __future__ import annotations
@@ -85,10 +86,13 @@ _TIME_BUDGET = {time_budget!r}
 _EXPLORATION = {exploration!r}
 _ROLLOUTS = {rollouts!r}
 _BATCH = {batch!r}
+_VALUE_LEAVES = {value_leaves!r}
 
 
 def _evaluate(planes):
-    return forward_layers(_NETWORK.layers, _NETWORK.params, planes, kernels=_NETWORK.kernels)
+    if _VALUE_LEAVES:  # the leaves scored by the network's value head, not by random games
+        return _NETWORK.logits_and_values(planes)
+    return _NETWORK.logits(planes)
 
 
 def agent(obs, config):
@@ -109,7 +113,7 @@ def agent(obs, config):
         seconds = min(seconds, _TIME_BUDGET)
     found = _TREE.search(
         int(current), int(mask), moves, _RNG, _SIMULATIONS, seconds, _EXPLORATION, _ROLLOUTS,
-        _evaluate, _BATCH,
+        _evaluate, _BATCH, _VALUE_LEAVES,
     )
     scores = found["visits"] + np.where(found["outcomes"] == WIN, 1e12, 0.0)
     scores -= np.where(found["outcomes"] == LOSS, 1e12, 0.0)
@@ -161,6 +165,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         exploration=policy.exploration,
         rollouts=policy.rollouts,
         batch=policy.batch,
+        value_leaves=policy.value_leaves,
     )
     header_end = base.index('"""\n\n') + len('"""\n\n')
     header = (

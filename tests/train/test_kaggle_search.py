@@ -17,6 +17,7 @@ from connectx_gym.cli import main
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.outputs import OutputPathError
 from connectx_train.kaggle_search import export_search
+from tests.baselines.test_mcts_value import square_network
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
 CONFIG = {"rows": 6, "columns": 7, "inarow": 4, "actTimeout": 2}
@@ -76,6 +77,16 @@ def test_takes_a_win_and_blocks_a_loss(exported: Path) -> None:
     assert agent(observation(win), CONFIG) == 0
     threat = Board.from_moves(Geometry(), (0, 6, 1, 6, 2))
     assert agent(observation(threat), CONFIG) == 3
+
+
+def test_a_network_with_a_value_head_scores_the_leaves_by_it(tmp_path: Path) -> None:
+    # the value alone says the bottom square of column 5 wins: the exported search finds it
+    network = save_weights(square_network(Geometry(), 5), tmp_path / "square.npz")
+    output = export_search(f"mcts:net={network},simulations=300", tmp_path / "main.py")
+    assert "_VALUE_LEAVES = True" in output.read_text()
+    agent = load_agent(output)
+    assert agent(observation(Board.empty()), CONFIG) == 5
+    assert agent(observation(Board.from_moves(Geometry(), (0,))), CONFIG) == 5
 
 
 def test_refuses_another_board_size(exported: Path) -> None:
