@@ -33,7 +33,7 @@ from connectx_gym.deadline import DeadlineExceededError
 from connectx_gym.registry import list_policies
 from connectx_gym.serve.access import RequestGuard
 from connectx_gym.serve.child import AgentError
-from connectx_gym.serve.network import NO_VALUE_HEAD, network_view
+from connectx_gym.serve.network import NO_VALUE_HEAD, VALUE_NOTE, network_view
 from connectx_gym.serve.policies import (
     LIMITS,
     PolicyCache,
@@ -284,7 +284,7 @@ def create_app(
         return jsonify(
             opponent=spec,
             **view,
-            note=NO_VALUE_HEAD,
+            note=VALUE_NOTE if "value" in view else NO_VALUE_HEAD,
             seconds=round(seconds, 4),
             to_move=board.mark,
         )

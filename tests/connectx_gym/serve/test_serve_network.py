@@ -12,11 +12,12 @@ import pytest
 pytest.importorskip("flask", reason='the serve extra is not installed: pip install ".[serve]"')
 
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.files import SHIPPED_WEIGHTS
+from connectx_gym.files import SHIPPED_WEIGHTS, save_weights
 from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
 from connectx_gym.serve.app import close_app
-from connectx_gym.serve.network import NO_VALUE_HEAD
+from connectx_gym.serve.network import NO_VALUE_HEAD, VALUE_NOTE
+from tests.baselines.test_mcts_value import square_network
 
 AGENT = """
 def agent(obs, config):
@@ -35,6 +36,7 @@ def models(tmp_path: Path) -> Path:
     (folder / "nets").mkdir(parents=True)
     shutil.copy(SHIPPED_WEIGHTS["ppo"], folder / "nets" / "mine.npz")
     (folder / "agent.py").write_text(AGENT)
+    save_weights(square_network(Geometry(), 5), folder / "nets" / "valued.npz")
     return folder
 
 
@@ -51,8 +53,8 @@ def test_the_list_offers_the_networks_first_then_the_policies_with_their_paramet
     info = client.get("/api/policies").get_json()
     choices = info["choices"]
     specs = [choice["spec"] for choice in choices]
-    assert specs[:3] == ["ppo", "mcts:net=ppo", "nets/mine.npz"]
-    assert {choice["kind"] for choice in choices[:3]} == {"network"}
+    assert specs[:4] == ["ppo", "mcts:net=ppo", "nets/mine.npz", "nets/valued.npz"]
+    assert {choice["kind"] for choice in choices[:4]} == {"network"}
     assert specs[-1] == "agent.py"
     assert choices[-1]["kind"] == "agent"
     assert "file" not in specs
@@ -101,6 +103,16 @@ def test_a_network_shows_its_move_probabilities(client, opponent: str) -> None:
     assert view["note"] == NO_VALUE_HEAD  # the weights-only format has no value head
     assert "value" not in view
     assert view["to_move"] == 2
+
+
+@pytest.mark.parametrize(("moves", "value"), [([5], -1.0), ([5, 0], 1.0), ([3], 0.0)])
+def test_a_network_with_a_value_head_shows_its_value(client, moves, value) -> None:
+    # its value: +1 for the player to move holding the bottom square of column 5, -1 against
+    body = {**position(moves), "opponent": "nets/valued.npz"}
+    view = client.post("/api/network", json=body).get_json()
+    assert view["value"] == value
+    assert view["note"] == VALUE_NOTE
+    assert view["to_move"] == 1 + len(moves) % 2
 
 
 @pytest.mark.parametrize("opponent", ["minimax:depth=2", "agent.py", "random~0.1"])
