@@ -19,14 +19,14 @@ One concern per module. A run, read top to bottom:
 Beside them: ``config`` (settings, no torch), ``state`` (``RunState``: what ``state.json``
 stores), ``curriculum`` (no SB3), ``budget`` (one time bound over the phases), ``networks``,
 ``vec_env`` (the batched env as an SB3 ``VecEnv``), ``export`` and ``onnx_export``,
-``rllib_selfplay`` (the ``rllib`` extra; never imported by the rest), ``sb3_without_gym`` (SB3
-imported without the unmaintained ``gym``), ``sb3_files``, ``torch_files``, ``torch_operations``
-and ``commands/`` (the ``connectx`` subcommands).
+``rllib_selfplay`` (the ``rllib`` extra; never imported by the rest), ``sb3_files`` (SB3 and
+torch files, SB3 imported without the unmaintained ``gym``), ``torch_operations`` and
+``commands/`` (the ``connectx`` subcommands).
 """
 
-from connectx_train import sb3_without_gym
+from connectx_train import sb3_files
 
-sb3_without_gym.install()  # before any module imports SB3: no gym banner on stderr
+sb3_files.install_without_gym()  # before any module imports SB3: no gym banner on stderr
 
 from connectx_train.config import TrainConfig  # noqa: E402
 

@@ -47,9 +47,13 @@ from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.config import TrainConfig
 from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_weights
-from connectx_train.sb3_files import GEOMETRY_ATTRIBUTE, renamed_module_objects
-from connectx_train.sb3_without_gym import without_gym
-from connectx_train.torch_files import load_error_reason, write_torch_atomically
+from connectx_train.sb3_files import (
+    GEOMETRY_ATTRIBUTE,
+    load_error_reason,
+    renamed_module_objects,
+    without_gym,
+    write_torch_atomically,
+)
 
 __all__ = [
     "CHECKPOINT_FILE",

@@ -282,7 +282,7 @@ def make_vec_env(config: TrainConfig) -> VecEnv:
 def _quiet_worker(*args: Any) -> None:
     """SB3's subprocess worker, in a process that imported ``connectx_train`` first: SB3 is then
     imported there without the unmaintained ``gym`` and its banner
-    (:mod:`connectx_train.sb3_without_gym`), as in the main process."""
+    (:func:`connectx_train.sb3_files.install_without_gym`), as in the main process."""
     _SB3_WORKER(*args)
 
 

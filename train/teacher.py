@@ -40,8 +40,8 @@ from connectx_baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_t
 from connectx_gym.bitboard import Geometry
 from connectx_train.budget import EtaLog, TimeLimitReachedError
 from connectx_train.config import TrainConfig
+from connectx_train.sb3_files import load_error_reason, write_torch_atomically
 from connectx_train.teacher_books import parse_teacher_books
-from connectx_train.torch_files import load_error_reason, write_torch_atomically
 
 __all__ = [
     "TEACHER_FILE",
