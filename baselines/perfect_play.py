@@ -40,11 +40,14 @@ import numpy as np
 
 from connectx_baselines.position_sets import (
     DEFAULT_POSITIONS,
+    POSITION_SETS,
+    RANDOM_POSITIONS,
     SPLITS,
     LabelledPositions,
     PonsPosition,
     load_pons,
     load_positions,
+    pons_files,
     positions_from_games,
 )
 from connectx_baselines.solver import SearchLimitError, get_solver
@@ -62,12 +65,17 @@ from connectx_gym.registry import make_policy
 
 __all__ = [
     "DEFAULT_POSITIONS",
+    "POSITION_SETS",
+    "RANDOM_POSITIONS",
     "SPLITS",
     "LabelledPositions",
     "PerfectPlayResult",
     "PhaseResult",
     "PonsPosition",
+    "SetResults",
     "evaluate_policy",
+    "evaluate_pons_sets",
+    "evaluate_sets",
     "judge_moves",
     "load_pons",
     "load_positions",
@@ -179,6 +187,108 @@ class PerfectPlayResult:
         if self.overall.unsolved:
             lines += ["", f"{self.overall.unsolved} positions unsolved within the limits, left out"]
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class SetResults:
+    """One policy's results on several position sets (by set name), side by side."""
+
+    policy: str
+    seed: int | None
+    results: dict[str, PerfectPlayResult]
+    #: what the sets are, for the table's heading (a split, a limit)
+    about: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready summary: ``sets`` holds each set's :meth:`PerfectPlayResult.to_dict`."""
+        return {
+            "policy": self.policy,
+            "seed": self.seed,
+            "about": self.about,
+            "sets": {name: result.to_dict() for name, result in self.results.items()},
+        }
+
+    def table(self) -> str:
+        """A Markdown table: sets with phases (the labelled sets) side by side, a row per phase
+        and all positions; sets without phases (Pons' files), a row per set."""
+        heading = f"{self.policy} against perfect play ({self.about}, seed {self.seed})"
+        if all(result.phases for result in self.results.values()):
+            return "\n".join([heading, "", *self._phase_rows()])
+        lines = [
+            heading,
+            "",
+            "| set | positions | mistakes (95% CI) | perfect moves (95% CI) | unsolved |",
+            "|---|---:|---:|---:|---:|",
+        ]
+        for name, result in self.results.items():
+            lines.append(f"| {name} | {result.overall.positions} | {_rates(result.overall)} "
+                         f"| {result.overall.unsolved} |")  # fmt: skip
+        return "\n".join(lines)
+
+    def _phase_rows(self) -> list[str]:
+        names = list(self.results)
+        head = "| phase | " + " | ".join(
+            f"{name}: positions | mistakes (95% CI) | perfect moves (95% CI)" for name in names
+        )
+        lines = [head + " |", "|---|" + "---:|---:|---:|" * len(names)]
+        phases = list(dict.fromkeys(p for result in self.results.values() for p in result.phases))
+        for phase in [*phases, "all"]:
+            cells = []
+            for result in self.results.values():
+                found = result.overall if phase == "all" else result.phases.get(phase)
+                cells.append(f"{found.positions} | {_rates(found)}" if found else "- | |")
+            lines.append(f"| {phase} | " + " | ".join(cells) + " |")
+        return lines
+
+
+def _rates(result: PhaseResult) -> str:
+    """``mistakes (95% CI) | perfect (95% CI)`` cells."""
+    (ml, mh), (pl, ph) = result.mistake_ci95, result.perfect_ci95
+    return (
+        f"{result.mistake_rate:.1%} ({ml:.1%}-{mh:.1%}) | "
+        f"{result.perfect_rate:.1%} ({pl:.1%}-{ph:.1%})"
+    )
+
+
+def evaluate_sets(
+    policy: str | Policy,
+    *,
+    split: str = "test",
+    seed: int | None = 0,
+    executor: PositionExecutor | None = None,
+    sets: dict[str, str | Path] | None = None,
+) -> SetResults:
+    """``policy`` on each labelled set of ``sets`` (default :data:`POSITION_SETS`: the game
+    split and the random split), the same ``split`` of each, as :func:`evaluate_policy`."""
+    sets = dict(POSITION_SETS) if sets is None else sets
+    results = {
+        name: evaluate_policy(policy, split=split, seed=seed, path=path, executor=executor)
+        for name, path in sets.items()
+    }
+    label = next(iter(results.values())).policy
+    return SetResults(label, seed, results, f"{split} split")
+
+
+def evaluate_pons_sets(
+    policy: str | Policy,
+    directory: str | Path,
+    *,
+    limit: int | None = None,
+    seed: int | None = 0,
+    node_limit: int | None = None,
+    time_limit: float | None = None,
+) -> SetResults:
+    """``policy`` on the first ``limit`` positions of each Pons benchmark file of ``directory``
+    (:func:`~connectx_baselines.position_sets.pons_files`), judged by the solver as in
+    :func:`evaluate_policy`."""
+    limits = {"node_limit": node_limit, "time_limit": time_limit}
+    results = {
+        name: evaluate_policy(policy, load_pons(path, limit=limit), seed=seed, **limits)
+        for name, path in pons_files(directory).items()
+    }
+    label = next(iter(results.values())).policy
+    about = "Pons' sets" + (f", the first {limit} positions of each" if limit else "")
+    return SetResults(label, seed, results, about)
 
 
 def _summarise(

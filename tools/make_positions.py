@@ -1,9 +1,10 @@
 """Generate the labelled positions of :mod:`connectx_baselines.perfect_play` (``baselines/data``).
 
 Run ``python -m tools.make_positions`` from the repository root (the defaults made the shipped
-file; see ``baselines/data/README.md``, which this script writes next to the data).
+game split, ``positions.npz``; ``--random`` the random split, ``positions_random.npz``; see
+``baselines/data/README.md``, whose section on the file this script writes).
 
-How positions are made:
+How positions are made (with ``--random``, step 1 and 2 are the random play below):
 
 1. Games between policies of mixed strength: each game draws both players (with replacement)
    from :data:`PLAYERS` (random, onestep, minimax depths 1-4, depth-limited alpha-beta, and
@@ -24,12 +25,21 @@ The file holds ``moves`` (int8, ``[n, cells]``, 0-based columns padded with -1),
 metadata's phase names), ``split`` (0 dev, 1 test) and ``meta`` (a JSON string: geometry, seed,
 command, counts, skipped positions, players, phase ranges). The file is rewritten every minute
 while labelling (``"complete": false`` until the end).
+
+**Random positions** (``--random``): a position of ``p`` stones is the board after ``p`` uniformly
+random legal moves from the empty board, drawn again from the start when one of those moves ends
+the game (a four in a row); ``p`` is drawn uniformly from its phase's plies, as in the game split.
+So every position is one a game can reach, with the game still on; nothing else is asked of it:
+random play leaves immediate wins unplayed and threats unblocked, and a position may hold a move
+that wins at once. Positions of the game split (``positions.npz``) and of the teacher data a run
+reads (the books and the shipped chunks, :func:`teacher_keys`) are left out, up to the mirror.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import subprocess
 import sys
 import time
 from collections.abc import Sequence
@@ -38,14 +48,36 @@ from typing import Any
 
 import numpy as np
 
-from connectx_baselines.game_positions import canonical_key, phase_bounds, play_game
-from connectx_baselines.position_sets import DEFAULT_POSITIONS, ILLEGAL
+from connectx_baselines.game_positions import canonical_key, canonical_keys, phase_bounds, play_game
+from connectx_baselines.position_sets import (
+    DEFAULT_POSITIONS,
+    ILLEGAL,
+    RANDOM_POSITIONS,
+    load_positions,
+)
 from connectx_baselines.solver import SearchLimitError, Solver
+from connectx_baselines.teacher_book import BOOKS
+from connectx_baselines.teacher_cache import (
+    SHIPPED_FILE,
+    exclusion_digest,
+    pad_moves,
+    shipped_store,
+)
+from connectx_baselines.teacher_labels import TeacherSet
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.outputs import open_atomically, write_text_atomically
+from connectx_gym.outputs import open_atomically
 from connectx_gym.registry import make_policy
+from tools.positions_readme import section, write_section
 
-__all__ = ["DEFAULT_OUTPUT", "PLAYERS", "label_position", "main", "sample_positions"]
+__all__ = [
+    "DEFAULT_OUTPUT",
+    "PLAYERS",
+    "label_position",
+    "main",
+    "sample_positions",
+    "sample_random_positions",
+    "teacher_keys",
+]
 
 DEFAULT_OUTPUT = DEFAULT_POSITIONS
 PLAYERS: tuple[str, ...] = (
@@ -100,6 +132,89 @@ def sample_positions(
     return found, games
 
 
+def random_play(geometry: Geometry, plies: int, rng: np.random.Generator) -> list[int] | None:
+    """``plies`` uniformly random legal moves from the empty board, or None when one of them
+    ends the game (a four in a row; the board cannot fill before its last cell)."""
+    board, moves = Board.from_moves(geometry, ()), []
+    for _ in range(plies):
+        legal = board.legal_moves()
+        column = legal[int(rng.integers(len(legal)))]
+        if board.is_winning_move(column):
+            return None
+        board = board.play(column)
+        moves.append(column)
+    return moves
+
+
+def sample_random_positions(
+    geometry: Geometry,
+    per_phase: dict[str, int],
+    seed: int,
+    exclude: frozenset[tuple[int, int]] = frozenset(),
+    max_draws: int = 10_000_000,
+) -> tuple[dict[str, list[list[int]]], dict[str, int]]:
+    """Distinct (up to mirror) positions of random play (:func:`random_play`) per phase,
+    ``per_phase[phase]`` of each, none of whose mirror-canonical key is in ``exclude``.
+
+    A position's number of stones is drawn uniformly from its phase's plies. Returns the
+    candidates in the order drawn and the counts: ``draws`` (move sequences drawn), ``ended``
+    (games that ended before the position), ``excluded`` and ``repeats`` (positions drawn before).
+    """
+    rng = np.random.default_rng(seed)
+    bounds = phase_bounds(geometry)
+    found: dict[str, list[list[int]]] = {name: [] for name in bounds}
+    seen: set[tuple[int, int]] = set()
+    stats = dict.fromkeys(("draws", "ended", "excluded", "repeats"), 0)
+    while any(len(found[p]) < per_phase.get(p, 0) for p in bounds):
+        for name, (first, last) in bounds.items():
+            if len(found[name]) >= per_phase.get(name, 0):
+                continue
+            if stats["draws"] >= max_draws:
+                raise RuntimeError(
+                    f"only {len(found[name])} {name} positions after {max_draws} random games"
+                )
+            stats["draws"] += 1
+            moves = random_play(geometry, int(rng.integers(first, last + 1)), rng)
+            if moves is None:
+                stats["ended"] += 1
+                continue
+            key = canonical_key(geometry, moves)
+            if key in exclude:
+                stats["excluded"] += 1
+            elif key in seen:
+                stats["repeats"] += 1
+            else:
+                seen.add(key)
+                found[name].append(moves)
+    return found, stats
+
+
+def teacher_keys(geometry: Geometry) -> dict[str, set[tuple[int, int]]]:
+    """Mirror-canonical keys of the shipped teacher data a run reads on ``geometry``, by file
+    name: the books (:data:`connectx_baselines.teacher_book.BOOKS`) and the shipped chunks."""
+    sets: dict[str, np.ndarray] = {}
+    for book in BOOKS.values():
+        if book.file.is_file():
+            teacher = TeacherSet.load(book.file)
+            if teacher.geometry == geometry:
+                sets[book.file.name] = teacher.moves
+    store = shipped_store()
+    if store is not None and tuple(store.meta["geometry"]) == geometry.key:
+        sets[SHIPPED_FILE.name] = store.moves
+    return {name: set(canonical_keys(geometry, moves)) for name, moves in sets.items()}
+
+
+def held_out_keys(geometry: Geometry) -> dict[str, set[tuple[int, int]]]:
+    """What the random split leaves out, by file name: the game split and the teacher data."""
+    keys = teacher_keys(geometry)
+    if DEFAULT_POSITIONS.is_file():
+        games = load_positions(DEFAULT_POSITIONS, split="all")
+        if games.geometry == geometry:
+            moves = pad_moves(games.moves, geometry.cells)
+            keys[DEFAULT_POSITIONS.name] = set(canonical_keys(geometry, moves))
+    return keys
+
+
 def label_position(solver: Solver, moves: Sequence[int], node_limit: int | None) -> np.ndarray:
     """The exact score of every column after ``moves`` (int8, :data:`ILLEGAL` where full).
 
@@ -137,8 +252,12 @@ def _checkpoint(
     """Per phase, the labelled items of a stopped run's partial file, in labelling order."""
     with np.load(path, allow_pickle=False) as data:
         saved = json.loads(str(data["meta"]))
-        for key in ("seed", "node_limit", "phases", "geometry", "players"):
-            if saved[key] != meta[key]:
+        # the candidates depend on all of these: another value draws other candidates
+        for key in (
+            "seed", "node_limit", "phases", "geometry", "players", "source", "exclusion",
+            "candidates",
+        ):  # fmt: skip
+            if saved.get(key) != meta.get(key):
                 raise RuntimeError(f"{path} was made with another {key}")
         items: dict[str, list[dict[str, Any]]] = {name: [] for name in bounds}
         names = list(bounds)
@@ -152,63 +271,24 @@ def _checkpoint(
     return items
 
 
-def _readme(meta: dict[str, Any]) -> str:
-    g = meta["geometry"]
-    skipped_text = ", ".join(
-        f"{name} {meta['skipped'][name]} of "
-        f"{meta['skipped'][name] + sum(meta['counts'][name].values())} candidates"
-        for name in meta["phases"]
+def _wins_at_once(geometry: Geometry, labelled: list[dict[str, Any]]) -> int:
+    """How many positions hold a move that wins at once (the highest score a move can have)."""
+    return sum(
+        int(np.max(item["scores"])) == (geometry.cells + 1 - len(item["moves"])) // 2
+        for item in labelled
     )
-    if meta.get("exhausted"):
-        skipped_text += (
-            f"; {', '.join(meta['exhausted'])}: every candidate was used, so the phase has fewer "
-            "positions than asked (raise --spare)"
-        )
-    if not meta.get("complete", True):
-        skipped_text += " (generation stopped before the end: counts are what was labelled)"
-    lines = [
-        "# Labelled positions for measuring play against the exact solver",
-        "",
-        f"`positions.npz`: {meta['total']} positions on {g['rows']}x{g['columns']} "
-        f"(connect {g['inarow']}), each with the exact score of every legal move "
-        "(Pascal Pons' scores, `connectx_baselines.solver.Solver.move_scores`). Read it with "
-        "`connectx_baselines.perfect_play.load_positions()`; measure a policy with "
-        "`connectx accuracy SPEC` or `connectx_baselines.perfect_play.evaluate_policy(SPEC)`.",
-        "",
-        f"Made by `{meta['command']}` (seed {meta['seed']}) in {meta['seconds'] / 60:.0f} "
-        "minutes of wall time (one process, on a 2-core machine shared with other work), "
-        f"from {meta['games']} games between these players, drawn at random for each "
-        f"seat: {', '.join(f'`{p}`' for p in meta['players'])}.",
-        "",
-        "One position per phase per game (a random ply of the phase), deduplicated up to the "
-        "horizontal mirror across both splits, dealt alternately to `test` and `dev`. "
-        "**Tune on `dev` only; report on `test`.** Positions with fewer than "
-        f"{min(first for first, _ in meta['phases'].values())} stones are not included "
-        "(their exact scores cost 10+ s each); matches cover the first plies with the two-ply "
-        "openings.",
-        "",
-        "| phase | plies | test | dev | skipped (not proven within the node cap) |",
-        "|---|---|---:|---:|---:|",
-    ]
-    for name, (first, last) in meta["phases"].items():
-        counts = meta["counts"][name]
-        lines.append(
-            f"| {name} | {first}-{last} | {counts['test']} | {counts['dev']} "
-            f"| {meta['skipped'][name]} |"
-        )
-    lines += [
-        "",
-        f"Node cap per position: {meta['node_limit']:,} solver nodes (deterministic: the same "
-        "positions on any machine; about 5 s on one core). A candidate not proven within the cap "
-        "was skipped and replaced by the next candidate of its phase, so the hardest positions of "
-        f"a phase are under-represented: {skipped_text}.",
-        "",
-        "Arrays: `moves` int8 [n, cells] (0-based columns, padded with -1), `plies` int8 [n], "
-        f"`scores` int8 [n, columns] ({ILLEGAL} for a full column), `phase` int8 [n] (index "
-        "into the phase names in `meta`), `split` int8 [n] (0 dev, 1 test), `meta` (JSON).",
-        "",
-    ]
-    return "\n".join(lines)
+
+
+def _machine() -> str:
+    """The CPU's model name and the number of cores (as ``lscpu`` reports them)."""
+    try:
+        output = subprocess.run(["lscpu"], capture_output=True, text=True, timeout=10).stdout
+    except (OSError, subprocess.SubprocessError):
+        return ""
+    fields = dict(line.split(":", 1) for line in output.splitlines() if ":" in line)
+    model = fields.get("Model name", "").strip()
+    cpus = fields.get("CPU(s)", "").strip()
+    return f"{model}, {cpus} CPUs" if model else ""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -225,7 +305,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--node-limit", type=int, default=30_000_000, help="per position")
     parser.add_argument("--spare", type=float, default=0.3, help="extra candidates (share)")
     parser.add_argument("--seed", type=int, default=2026)
-    parser.add_argument("-o", "--output", type=Path, default=DEFAULT_OUTPUT)
+    parser.add_argument(
+        "--random",
+        action="store_true",
+        help="positions of random legal play, held out from the game split and the teacher data",
+    )
+    parser.add_argument(
+        "-o",
+        "--output",
+        type=Path,
+        default=None,
+        help=f"the file (default {DEFAULT_OUTPUT.name}; with --random {RANDOM_POSITIONS.name})",
+    )
     parser.add_argument("--no-readme", action="store_true", help="do not write README.md")
     parser.add_argument(
         "--resume", action="store_true", help="continue the partial --output of a stopped run"
@@ -234,10 +325,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--readme-only", action="store_true", help="only (re)write README.md from --output"
     )
     args = parser.parse_args(argv)
+    if args.output is None:
+        args.output = RANDOM_POSITIONS if args.random else DEFAULT_OUTPUT
     if args.readme_only:
         with np.load(args.output, allow_pickle=False) as data:
             meta = json.loads(str(data["meta"]))
-        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
+        write_section(args.output.with_name("README.md"), section(meta))
         return 0
 
     started = time.perf_counter()
@@ -247,8 +340,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     if "opening" in wanted:
         wanted["opening"] = 2 * args.opening
     candidates_wanted = {p: int(n * (1 + args.spare)) + 4 for p, n in wanted.items()}
-    candidates, games = sample_positions(geometry, candidates_wanted, args.seed)
-    print(f"{games} games, candidates {candidates_wanted}", file=sys.stderr, flush=True)
+    source: dict[str, Any]
+    if args.random:
+        held_out = held_out_keys(geometry)
+        exclude = frozenset().union(*held_out.values())
+        candidates, drawn = sample_random_positions(geometry, candidates_wanted, args.seed, exclude)
+        source = {
+            "source": "random",
+            "players": [],
+            "drawn": drawn,
+            "held_out": {name: len(keys) for name, keys in held_out.items()},
+            "exclusion": exclusion_digest(exclude),
+            "machine": _machine(),
+        }
+        print(f"{drawn}, candidates {candidates_wanted}", file=sys.stderr, flush=True)
+    else:
+        candidates, games = sample_positions(geometry, candidates_wanted, args.seed)
+        source = {"players": list(PLAYERS), "games": games}
+        print(f"{games} games, candidates {candidates_wanted}", file=sys.stderr, flush=True)
 
     solver = Solver(geometry)
     labelled: list[dict[str, Any]] = []
@@ -261,15 +370,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         "geometry": {"rows": geometry.rows, "columns": geometry.columns, "inarow": geometry.inarow},
         "seed": args.seed,
         "command": command,
-        "players": list(PLAYERS),
-        "games": games,
+        **source,
         "phases": {name: list(b) for name, b in bounds.items()},
         "node_limit": args.node_limit,
         "splits": ["dev", "test"],
+        "candidates": candidates_wanted,
         "complete": False,
     }
     exhausted: set[str] = set()
     resumed = _checkpoint(args.output, meta, bounds) if args.resume else None
+    if resumed is not None:
+        for name, items in resumed.items():
+            drawn_moves = {tuple(moves) for moves in candidates[name]}
+            if any(tuple(item["moves"]) not in drawn_moves for item in items):
+                raise RuntimeError(f"{args.output} holds {name} positions this run does not draw")
     if args.resume:  # report the time of both runs
         with np.load(args.output, allow_pickle=False) as data:
             started -= json.loads(str(data["meta"]))["seconds"]
@@ -318,12 +432,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             last_save = time.perf_counter()
             print(f"{len(labelled)} labelled, skipped {skipped}", file=sys.stderr, flush=True)
     meta.update(counts=counts, skipped=skipped, total=len(labelled), complete=True)
+    if args.random:
+        meta["wins_at_once"] = _wins_at_once(geometry, labelled)
     meta["exhausted"] = sorted(exhausted)
     meta["seconds"] = time.perf_counter() - started
     _save(args.output, geometry, labelled, meta)
     if not args.no_readme:
-        write_text_atomically(args.output.with_name("README.md"), _readme(meta))
-    print(json.dumps({k: meta[k] for k in ("counts", "skipped", "games", "seconds")}))
+        write_section(args.output.with_name("README.md"), section(meta))
+    print(json.dumps({k: meta.get(k) for k in ("counts", "skipped", "games", "drawn", "seconds")}))
     return 0
 
 

@@ -1,11 +1,13 @@
 """``connectx accuracy SPEC``: a policy's moves measured against perfect play.
 
-By default on the shipped labelled positions (test split): the mistake rate (moves that lose game
-value) and the perfect-move rate, per phase, with 95% intervals. ``--pons FILE`` judges the moves
-on one of Pascal Pons' benchmark files instead (the solver judges each move), with the same
-result (:func:`connectx_baselines.perfect_play.evaluate_policy`). ``--ray [ADDRESS]`` answers the
-labelled positions on Ray (every position draws from its own seed, so the result is the local
-run's).
+By default on the two shipped labelled sets side by side, the game split (positions of games
+between search players) and the random split (positions of random legal play), the same
+``--split`` of each: the mistake rate (moves that lose game value) and the perfect-move rate, per
+phase and overall, with 95% intervals (:func:`connectx_baselines.perfect_play.evaluate_sets`).
+``--positions FILE`` measures one labelled file. ``--pons DIR`` judges the moves on the first
+``--limit`` positions of each of Pascal Pons' benchmark files in ``DIR`` (the solver judges each
+move), one row per set; ``--pons FILE`` on one file. ``--ray [ADDRESS]`` answers the labelled
+positions on Ray (every position draws from its own seed, so the result is the local run's).
 """
 
 from __future__ import annotations
@@ -33,14 +35,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         "--split",
         choices=("test", "dev", "all"),
         default="test",
-        help="split of the labelled positions (test; tune on dev only)",
+        help="split of both labelled sets (test; tune on dev only)",
     )
     parser.add_argument(
-        "--positions", default=None, help="a labelled-positions .npz (default: the shipped set)"
+        "--positions",
+        default=None,
+        help="one labelled-positions .npz instead of the two shipped sets",
     )
-    parser.add_argument("--pons", default=None, help="a Pons benchmark file of positions instead")
     parser.add_argument(
-        "--limit", type=positive_int, default=200, help="positions of the Pons file (200)"
+        "--pons",
+        default=None,
+        help="a directory of Pons benchmark files (Test_L*_R*), or one such file, instead",
+    )
+    parser.add_argument(
+        "--limit", type=positive_int, default=200, help="positions of each Pons file (200)"
     )
     parser.add_argument(
         "--time-limit",
@@ -52,23 +60,42 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectx_baselines.perfect_play import evaluate_policy, load_pons
+    from connectx_baselines.perfect_play import (
+        PerfectPlayResult,
+        SetResults,
+        evaluate_policy,
+        evaluate_pons_sets,
+        evaluate_sets,
+        load_pons,
+    )
 
+    result: PerfectPlayResult | SetResults
     if args.pons:
         if args.ray is not None:
             raise ValueError("--ray works on the labelled positions, not with --pons")
-        if not Path(args.pons).is_file():
-            raise FileNotFoundError(f"no such Pons file: {args.pons}")
-        positions = load_pons(args.pons, limit=args.limit)
-        result = evaluate_policy(args.policy, positions, seed=args.seed, time_limit=args.time_limit)
+        if args.positions is not None:
+            raise ValueError("--positions and --pons each name what to measure: give one")
+        pons = Path(args.pons)
+        limits = {"seed": args.seed, "time_limit": args.time_limit}
+        if pons.is_dir():
+            result = evaluate_pons_sets(args.policy, pons, limit=args.limit, **limits)
+        elif pons.is_file():
+            result = evaluate_policy(args.policy, load_pons(pons, limit=args.limit), **limits)
+        else:
+            raise FileNotFoundError(f"no such Pons file or directory: {args.pons}")
     else:
         with open_executor(args) as executor:
-            result = evaluate_policy(
-                args.policy,
-                split=args.split,
-                seed=args.seed,
-                path=args.positions,
-                executor=executor,
-            )
+            if args.positions is not None:
+                result = evaluate_policy(
+                    args.policy,
+                    split=args.split,
+                    seed=args.seed,
+                    path=args.positions,
+                    executor=executor,
+                )
+            else:
+                result = evaluate_sets(
+                    args.policy, split=args.split, seed=args.seed, executor=executor
+                )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     return 0

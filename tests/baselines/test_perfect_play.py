@@ -9,20 +9,28 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from connectx_baselines.game_positions import canonical_key, phase_bounds
+from connectx_baselines.game_positions import canonical_key, canonical_keys, phase_bounds
 from connectx_baselines.perfect_play import (
     LabelledPositions,
     evaluate_policy,
     judge_moves,
     load_positions,
 )
-from connectx_baselines.position_sets import ILLEGAL, load_pons
+from connectx_baselines.position_sets import (
+    ILLEGAL,
+    RANDOM_POSITIONS,
+    load_pons,
+)
 from connectx_baselines.solver import Solver
+from connectx_baselines.teacher_book import BOOKS
+from connectx_baselines.teacher_cache import pad_moves, shipped_store
+from connectx_baselines.teacher_labels import TeacherSet
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import wilson_interval
 from tests.support.scripted_policies import Column, Illegal
-from tools.make_positions import label_position
+from tools.make_positions import label_position, sample_random_positions
 from tools.make_positions import main as make_positions
+from tools.positions_readme import RANDOM_TITLE
 
 nan = np.nan
 
@@ -174,6 +182,75 @@ def test_shipped_scores_agree_with_the_solver(shipped: LabelledPositions) -> Non
         np.testing.assert_array_equal(solver.move_scores(board), shipped.scores[index])
 
 
+# -- the random split ----------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def random_split() -> LabelledPositions:
+    return load_positions(RANDOM_POSITIONS, split="all")
+
+
+def test_random_split_is_documented_and_split(random_split: LabelledPositions) -> None:
+    meta = random_split.meta
+    assert meta["complete"]
+    assert meta["source"] == "random"
+    assert random_split.geometry == Geometry(6, 7, 4)
+    assert RANDOM_POSITIONS.stat().st_size < 1e6
+    assert len(random_split) == meta["total"]
+    assert meta["phases"] == load_positions(split="all").meta["phases"]  # the game split's
+    for number, name in enumerate(random_split.phases):
+        in_phase = random_split.phase == number
+        assert (random_split.split[in_phase] == 1).sum() == meta["counts"][name]["test"] >= 100
+        assert (random_split.split[in_phase] == 0).sum() == meta["counts"][name]["dev"] >= 100
+        first, last = meta["phases"][name]
+        plies = [len(m) for m, keep in zip(random_split.moves, in_phase, strict=True) if keep]
+        assert first <= min(plies) <= max(plies) <= last
+    keys = {canonical_key(random_split.geometry, moves) for moves in random_split.moves}
+    assert len(keys) == len(random_split)  # distinct up to the mirror, across both splits
+    readme = RANDOM_POSITIONS.with_name("README.md").read_text()
+    assert f"`positions_random.npz`: {meta['total']} positions" in readme
+    assert f"seed {meta['seed']}" in readme
+
+
+def test_random_split_positions_are_open_games(random_split: LabelledPositions) -> None:
+    for board in random_split.boards():
+        assert not board.is_terminal()
+        assert board.winner() is None
+
+
+def test_random_split_is_held_out_from_the_game_split_and_the_teacher_data(
+    random_split: LabelledPositions,
+) -> None:
+    geometry = random_split.geometry
+    keys = set(canonical_keys(geometry, pad_moves(random_split.moves, geometry.cells)))
+    games = load_positions(split="all")
+    held_out = {"positions.npz": pad_moves(games.moves, geometry.cells)}
+    for book in BOOKS.values():
+        held_out[book.file.name] = TeacherSet.load(book.file).moves
+    store = shipped_store()
+    assert store is not None
+    held_out["teacher_chunks.npz"] = store.moves
+    for name, moves in held_out.items():
+        assert not keys & set(canonical_keys(geometry, moves)), name
+    assert set(random_split.meta["held_out"]) == set(held_out)
+
+
+def test_random_split_labels_equal_the_solver(random_split: LabelledPositions) -> None:
+    rng = np.random.default_rng(5)
+    solver = Solver(random_split.geometry)
+    later = np.flatnonzero(random_split.phase >= 1)  # cheap to solve
+    for index in rng.choice(later, 12, replace=False):
+        board = Board.from_moves(random_split.geometry, random_split.moves[index])
+        np.testing.assert_array_equal(solver.move_scores(board), random_split.scores[index])
+
+
+@pytest.mark.slow
+def test_random_split_opening_labels_equal_the_solver(random_split: LabelledPositions) -> None:
+    rng = np.random.default_rng(6)
+    solver = Solver(random_split.geometry)
+    for index in rng.choice(np.flatnonzero(random_split.phase == 0), 2, replace=False):
+        board = Board.from_moves(random_split.geometry, random_split.moves[index])
+        np.testing.assert_array_equal(solver.move_scores(board), random_split.scores[index])
+
+
 def test_labelling_agrees_with_pons(pons_dir: Path) -> None:
     solver = Solver(Geometry(6, 7, 4))
     for name in ("Test_L3_R1", "Test_L2_R1"):
@@ -236,11 +313,60 @@ def test_generator_on_a_small_board(tmp_path: Path) -> None:
     assert load_positions(again, split="all").moves == positions.moves
 
 
+def test_random_play_draws_open_games_and_leaves_out_what_it_is_told() -> None:
+    geometry = Geometry(4, 5, 3)
+    wanted = {"opening": 6, "early": 6, "middle": 6, "late": 6}
+    first, stats = sample_random_positions(geometry, wanted, seed=3)
+    assert stats["draws"] == stats["ended"] + stats["repeats"] + 24
+    bounds = phase_bounds(geometry)
+    for name, found in first.items():
+        assert len(found) == 6
+        for moves in found:
+            assert bounds[name][0] <= len(moves) <= bounds[name][1]
+            assert not Board.from_moves(geometry, moves).is_terminal()
+    excluded = frozenset(canonical_key(geometry, moves) for moves in first["middle"][:3])
+    second, stats = sample_random_positions(geometry, wanted, seed=3, exclude=excluded)
+    assert stats["excluded"] >= 3
+    keys = {canonical_key(geometry, moves) for found in second.values() for moves in found}
+    assert not keys & excluded
+    assert first["opening"] == second["opening"]  # drawn before the excluded ones
+
+
+@pytest.mark.slow
+def test_random_generator_on_a_small_board(tmp_path: Path) -> None:
+    out = tmp_path / "positions_random.npz"
+    game_section = "# Labelled positions for measuring play against the exact solver\n"
+    (tmp_path / "README.md").write_text(f"{game_section}\nthe game split\n\n# Other\n\nkept\n")
+    small = ["--random", "--rows", "4", "--columns", "5", "--inarow", "3", "--per-phase", "3",
+             "--opening", "2", "--seed", "1", "-o", str(out)]  # fmt: skip
+    assert make_positions(small) == 0
+    positions = load_positions(out, split="all")
+    assert positions.meta["source"] == "random"
+    assert len(positions) == 2 * (2 + 3 * 3)
+    for moves, scores in zip(positions.moves, positions.scores, strict=True):
+        board = Board.from_moves(positions.geometry, moves)
+        assert not board.is_terminal()
+        np.testing.assert_array_equal(scores, brute_scores(board))
+    readme = (tmp_path / "README.md").read_text()
+    # its own section, after the game split's; the others kept
+    titles = [line for line in readme.splitlines() if line.startswith("# ")]
+    assert titles[1] == RANDOM_TITLE
+    assert len(titles) == 3
+    assert "the game split" in readme
+    assert "kept" in readme
+    assert "Tune on `dev` only" in readme
+    assert make_positions([*small, "--readme-only"]) == 0
+    assert (tmp_path / "README.md").read_text() == readme  # rewritten in place
+    # a resumed run must draw the same candidates: other settings are refused
+    with pytest.raises(RuntimeError, match="another candidates"):
+        make_positions([*small[:-2], "--spare", "0.9", "-o", str(out), "--resume"])
+
+
 def test_accuracy_command_reports_phases(capsys: pytest.CaptureFixture[str]) -> None:
     from connectx_gym.cli import main
 
     assert main(["accuracy", "onestep", "--split", "dev", "--json"]) == 0
-    result = json.loads(capsys.readouterr().out)
+    result = json.loads(capsys.readouterr().out)["sets"]["games"]
     assert result["split"] == "dev"
     assert result["overall"]["positions"] == len(load_positions(split="dev"))
     assert main(["accuracy", "onestep"]) == 0
