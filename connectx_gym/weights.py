@@ -169,7 +169,7 @@ def value_head(description: Any, layers: Any) -> ValueHead:
     return ValueHead(after, description["layers"])
 
 
-def _sets_landing(layers: list) -> bool:
+def _sets_landing(layers: list[dict[str, Any]]) -> bool:
     """Whether ``layers`` (checked) run ``input_planes``, nested ones included."""
     return any(
         layer["op"] == "input_planes"
