@@ -24,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,6 +42,7 @@ from connectx_baselines.teacher_cache import (
     shipped_store,
     unpad_moves,
 )
+from connectx_baselines.teacher_ray import ChunkLostError, run_chunks_on_ray
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.openings import ply_openings
 from connectx_gym.outputs import open_atomically
@@ -219,7 +220,7 @@ def label_chunk(
 
 def run_chunks(
     jobs: dict[int, tuple[Any, ...]], workers: int, stop: Callable[[], bool] = lambda: False
-) -> Iterator[tuple[int, ChunkResult]]:
+) -> Generator[tuple[int, ChunkResult], None, None]:
     """``(index, label_chunk(*job))`` for each of ``jobs``, as each is done: ``workers``
     processes at a time (in this process when 1; they end with this one, SIGKILL included:
     :func:`connectx_gym.worker_pool.worker_pool`); no job is started once ``stop()`` is true,
@@ -264,17 +265,19 @@ def make_teacher_set(
     shipped: bool = True,
     log: Callable[[str], None] | None = None,
     stop: Callable[[], bool] = lambda: False,
+    ray: str = "",
 ) -> TeacherSet:
     """``count`` (or a few fewer, after deduplication across chunks) labelled positions.
 
-    ``exclude`` defaults to :func:`evaluation_keys`; ``workers`` processes label chunks in
-    parallel (the result does not depend on it). With a ``cache`` folder, each labelled chunk is
-    written there and read back by a later call with the same settings, so an interrupted run
-    loses at most the chunks in progress. With ``shipped``, chunks
-    that the shipped labels hold (:mod:`connectx_baselines.teacher_cache`: the chunks of seed 0 on
-    6x7 with the default settings and exclusion) are read from them instead of labelled: the same
-    positions and values this function labels, made by it. Once ``stop()`` is true no chunk is
-    started and :class:`LabellingStoppedError` is raised (the chunks done are in ``cache``).
+    ``exclude`` defaults to :func:`evaluation_keys`; ``workers`` processes, or with a ``ray``
+    address Ray tasks (:mod:`connectx_baselines.teacher_ray`), label chunks in parallel (the
+    result depends on neither). With a ``cache`` folder, each labelled chunk is written there and
+    read back by a later call with the same settings, so an interrupted run loses at most the
+    chunks in progress. With ``shipped``, chunks that the shipped labels hold (:mod:`
+    connectx_baselines.teacher_cache`: the chunks of seed 0 on 6x7 with the default settings and
+    exclusion) are read from them instead of labelled: the same positions and values this
+    function labels, made by it. Once ``stop()`` is true no chunk is started and
+    :class:`LabellingStoppedError` is raised (the chunks done are in ``cache``).
     """
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
@@ -293,6 +296,7 @@ def make_teacher_set(
         shipped=shipped,
         log=log,
         stop=stop,
+        ray=ray,
     )
     meta = {
         "seed": seed,
@@ -315,10 +319,12 @@ def label_chunks(
     shipped: bool = True,
     log: Callable[[str], None] | None = None,
     stop: Callable[[], bool] = lambda: False,
+    ray: str = "",
 ) -> list[ChunkResult]:
     """The chunks of :func:`make_teacher_set` (the same arguments, its settings gathered in
     ``settings``) before merging, in order: each read from ``cache``, read from the shipped
-    labels or labelled; :class:`LabellingStoppedError` when ``stop()`` ended the labelling first."""
+    labels or labelled; :class:`LabellingStoppedError` when ``stop()`` ended it, :class:`
+    ChunkLostError` when a chunk could not be labelled (those done are cached in both cases)."""
     geometry = Geometry(*settings.geometry_key)
     excluded = frozenset(evaluation_keys(geometry) if exclude is None else exclude)
     args = chunk_jobs(settings, count, seed, excluded)
@@ -331,11 +337,19 @@ def label_chunks(
         _read_shipped(args, results, excluded, log)
     todo = [index for index in range(len(args)) if index not in results]
     progress = _Progress(log, len(todo), len(args) - len(todo), len(args))
-    for index, result in run_chunks({index: args[index] for index in todo}, workers, stop):
-        results[index] = result
-        if files[index] is not None:
-            _write_chunk(files[index], result)  # cached as soon as each is labelled
-        progress.update(len(results))
+    jobs = {index: args[index] for index in todo}
+    chunks = run_chunks_on_ray(jobs, ray, stop) if ray else run_chunks(jobs, workers, stop)
+    try:
+        for index, result in chunks:
+            results[index] = result
+            if files[index] is not None:
+                _write_chunk(files[index], result)  # cached as soon as each is labelled
+            progress.update(len(results))
+    except ChunkLostError as lost:
+        kept = f" (kept in {cache}: a run again labels only the rest)" if cache else ""
+        raise ChunkLostError(lost.index, lost.reason, len(results), len(args), kept) from None
+    finally:
+        chunks.close()  # now, on an interrupt too: the workers or Ray tasks in flight ended
     if len(results) < len(args):
         raise LabellingStoppedError(len(results), len(args))
     return [results[index] for index in range(len(args))]

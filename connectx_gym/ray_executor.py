@@ -25,7 +25,14 @@ from connectx_gym.match import GameJob, GameOutcome, PolicyLike
 from connectx_gym.policy import PositionJob
 from connectx_gym.progress import Progress
 
-__all__ = ["RayExecutor", "RayGameError", "RayPositionError", "RayWorkerError", "import_ray"]
+__all__ = [
+    "RayExecutor",
+    "RayGameError",
+    "RayPositionError",
+    "RayWorkerError",
+    "check_address",
+    "import_ray",
+]
 
 INSTALL_HINT = 'Ray is not installed: pip install "ray>=2.9" (or pip install -e ".[ray]")'
 
@@ -113,19 +120,29 @@ class _PositionWorker:
         return answers
 
 
-def _check_reachable(address: str, timeout: float = 3.0) -> None:
-    """Fail fast on a ``host:port`` nobody listens on (Ray itself retries for minutes)."""
-    import socket
-
+def check_address(address: str) -> tuple[str, int] | None:
+    """The host and port of a Ray ``address`` (``HOST:PORT`` or ``ray://HOST:PORT``), None for
+    ``auto`` (Ray finds the cluster); ``ValueError`` naming the address for anything else."""
     if address == "auto":
-        return
+        return None
     host, _, port = address.removeprefix("ray://").rpartition(":")
     if not host or not port.isdigit():
         raise ValueError(
             f"expected a Ray address HOST:PORT, ray://HOST:PORT or auto, got {address!r}"
         )
+    return host, int(port)
+
+
+def _check_reachable(address: str, timeout: float = 3.0) -> None:
+    """Fail fast on a ``host:port`` nobody listens on (Ray itself retries for minutes)."""
+    import socket
+
+    where = check_address(address)
+    if where is None:
+        return
+    host, port = where
     try:
-        socket.create_connection((host, int(port)), timeout=timeout).close()
+        socket.create_connection((host, port), timeout=timeout).close()
     except OSError as error:
         raise ConnectionError(f"no Ray cluster at {address}: {error}") from None
 

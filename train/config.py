@@ -28,6 +28,7 @@ from connectx_baselines._thread_choice import available_cores
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Geometry
 from connectx_gym.env import check_opening_plies, most_opening_plies
 from connectx_gym.outputs import write_text_atomically
+from connectx_gym.ray_executor import check_address
 from connectx_train.config_types import (
     OnResume,
     check_setting,
@@ -47,7 +48,8 @@ from connectx_train.help_text import (
 )
 from connectx_train.mixtures import parse_mixture
 from connectx_train.presets import PRESETS
-from connectx_train.teacher_books import parse_teacher_books, upgrade_saved_books
+from connectx_train.saved_settings import upgrade_saved_settings
+from connectx_train.teacher_books import parse_teacher_books
 
 __all__ = [
     "PRESETS",
@@ -87,6 +89,8 @@ def _count(default: int, help: str, group: str, on_resume: OnResume, low: int = 
 _ppo = functools.partial(setting, group=PPO, on_resume=FIXED)
 _network = functools.partial(setting, group=NETWORK, on_resume=FIXED)
 _board = functools.partial(setting, group=BOARD, on_resume=FIXED)
+#: where and how fast the run computes, nothing it learns
+_machine = functools.partial(setting, group=PERFORMANCE, on_resume=FREE)
 
 
 def _share(default: float, help: str, group: str = OPPONENTS) -> Any:
@@ -360,12 +364,10 @@ class TrainConfig:
         on_resume=CHANGES,
         choices=VEC_ENVS,
     )
-    torch_threads: int = setting(
+    torch_threads: int = _machine(
         2,
         help="torch CPU threads of the learner (0: torch's default); numpy's BLAS is held to one "
         "thread during the run, so the two thread pools do not fight over the cores",
-        group=PERFORMANCE,
-        on_resume=FREE,
         bounds=(0, MAX_WIDTH),
     )
     precision: str = setting(
@@ -379,14 +381,22 @@ class TrainConfig:
         on_resume=CHANGES,
         choices=PRECISIONS,
     )
-    device: str = setting(
+    device: str = _machine(
         "auto",
         help="where the network computes (teacher passes, PPO updates, the rollouts' forward "
         "passes): 'cpu', 'cuda' (the first GPU) or 'auto' (the GPU when torch sees one, else the "
         "CPU); opponents, self-play snapshots and labelling stay on the CPU",
-        group=PERFORMANCE,
-        on_resume=FREE,
         choices=DEVICES,
+    )
+    ray: str = _machine(
+        "",
+        help="label the teacher positions as Ray tasks, with the labels of local processes: the "
+        "flag alone or 'local' starts Ray on this machine, ADDRESS (HOST:PORT, ray://HOST:PORT, "
+        "auto: the cluster this machine is in) joins that cluster (needs the ray extra)",
+        check=lambda text: text in ("", "local") or check_address(text),
+        metavar="ADDRESS",
+        default_text="'': --teacher-workers local processes",
+        flag_alone="local",
     )
 
     def validate(self) -> None:
@@ -487,13 +497,3 @@ def preset_config(name: str) -> TrainConfig:
     if name not in PRESETS:
         raise ValueError(f"unknown preset {name!r}; presets: {', '.join(sorted(PRESETS))}")
     return TrainConfig(**PRESETS[name][1])
-
-
-def upgrade_saved_settings(saved: dict[str, Any]) -> dict[str, Any]:
-    """Settings saved by an older version in today's names: the six book settings as one
-    ``teacher_book`` list (:func:`connectx_train.teacher_books.upgrade_saved_books`) and ``vec_env``
-    ``'auto'`` (subprocesses, a choice since removed) as ``'subproc'``."""
-    data = upgrade_saved_books(saved)
-    if data.get("vec_env") == "auto":
-        data["vec_env"] = "subproc"
-    return data

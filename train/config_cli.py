@@ -62,6 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                 options["nargs"] = "*"
             else:
                 options["choices"] = declared.choices
+            if declared.flag_alone is not None:
+                options["nargs"], options["const"] = "?", declared.flag_alone
         groups[declared.group].add_argument(flag, **options)
 
 

@@ -76,6 +76,7 @@ class Setting:
     metavar: str | None = None
     default_text: str | None = None
     repeatable: bool = False
+    flag_alone: str | None = None
 
 
 def setting(
@@ -93,6 +94,7 @@ def setting(
     metavar: str | None = None,
     default_text: str | None = None,
     repeatable: bool = False,
+    flag_alone: str | None = None,
 ) -> Any:
     """A dataclass field with its :class:`Setting`.
 
@@ -103,7 +105,8 @@ def setting(
     a tuple); a tuple has at most ``max_items``. ``on_resume``: :class:`OnResume`. ``added_later``:
     the value that keeps a run saved before the setting existed as it was, where the default would
     change it. ``repeatable``: the flag is given once per item (``--opponent A --opponent B``)
-    instead of taking several values.
+    instead of taking several values. ``flag_alone``: the value of the flag given without one
+    (``--ray`` alone: ``"local"``).
     """
     low, high = bounds if bounds is not None else (None, None)
     declared = Setting(
@@ -121,6 +124,7 @@ def setting(
         metavar,
         default_text,
         repeatable,
+        flag_alone,
     )
     metadata = {SETTING: declared}
     if isinstance(default, tuple):

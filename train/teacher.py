@@ -389,6 +389,7 @@ def load_teacher(
             shipped=shipped,
             log=log,
             stop=stop,
+            ray=config.ray,
         )
         teacher.save(path)
     parts = [teacher_tensors(teacher)]

@@ -1,0 +1,159 @@
+"""Teacher labelling as Ray tasks on Ray's own test cluster (a head without CPUs and two one-CPU
+worker nodes on this machine): the labels equal the local ones, a node lost mid-labelling has its
+chunk run again elsewhere, and a chunk lost for good stops the labelling with the chunks done
+cached, so that a later call finishes with the same labels."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+psutil = pytest.importorskip("psutil")
+
+from ray._private import ray_constants  # noqa: E402
+from ray.cluster_utils import Cluster  # noqa: E402
+
+from connectx_baselines import teacher_ray  # noqa: E402
+from connectx_baselines.teacher_labels import (  # noqa: E402
+    CHUNK,
+    ChunkResult,
+    ChunkSettings,
+    LabellingStoppedError,
+    label_chunks,
+)
+from connectx_baselines.teacher_ray import ChunkLostError  # noqa: E402
+
+#: 6x7 positions of 20 stones or more: about a second or two a chunk, long enough to lose a node
+SETTINGS = ChunkSettings((6, 7, 4), min_ply=20, keep=0.35, node_limit=100_000)
+COUNT, SEED = 3 * CHUNK, 5
+#: a task that does not show up or a cluster that does not come back fails the test, never hangs
+DEADLINE = 120.0
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[Cluster]:
+    test_cluster = Cluster(
+        initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
+    )
+    for _ in range(2):
+        test_cluster.add_node(num_cpus=1)
+    test_cluster.wait_for_nodes()
+    ray.init(address=test_cluster.address, log_to_driver=False, logging_level=logging.ERROR)
+    try:
+        yield test_cluster
+    finally:
+        ray.shutdown()
+        test_cluster.shutdown()
+
+
+@pytest.fixture(scope="module")
+def local_labels() -> list[ChunkResult]:
+    return label(workers=1)
+
+
+def label(cache: Path | None = None, **options: Any) -> list[ChunkResult]:
+    return label_chunks(SETTINGS, COUNT, SEED, exclude=(), cache=cache, shipped=False, **options)
+
+
+def assert_same(got: list[ChunkResult], expected: list[ChunkResult]) -> None:
+    assert len(got) == len(expected) == 3
+    for (moves, values, games, skipped), (moves_0, values_0, games_0, skipped_0) in zip(
+        got, expected, strict=True
+    ):
+        assert [list(m) for m in moves] == [list(m) for m in moves_0]
+        np.testing.assert_array_equal(np.array(values), np.array(values_0))
+        assert (games, skipped) == (games_0, skipped_0)
+
+
+def labelling_on(node: Any) -> bool:
+    """Whether a worker of ``node`` (a child of its raylet) is labelling a chunk now."""
+    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
+    try:
+        workers = psutil.Process(raylet).children()
+    except psutil.NoSuchProcess:
+        return False
+    for worker in workers:
+        try:
+            if "ray::label_chunk" in " ".join(worker.cmdline()):
+                return True
+        except psutil.Error:
+            continue
+    return False
+
+
+def remove_when(cluster: Cluster, ready: Callable[[], bool]) -> list[Any]:
+    """From a thread, once ``ready()``, remove a worker node that is labelling a chunk; the list
+    gets the node."""
+    removed: list[Any] = []
+
+    def watch() -> None:
+        deadline = time.monotonic() + DEADLINE
+        while time.monotonic() < deadline:
+            busy = [node for node in cluster.worker_nodes if labelling_on(node)]
+            if busy and ready():
+                cluster.remove_node(busy[0], allow_graceful=False)
+                removed.append(busy[0])
+                return
+            time.sleep(0.05)
+
+    threading.Thread(target=watch, daemon=True).start()
+    return removed
+
+
+def test_same_labels_on_the_cluster_as_in_one_process(cluster, local_labels, tmp_path):
+    assert_same(label(tmp_path, ray=cluster.address), local_labels)
+    assert len(list(tmp_path.glob("chunk*.npz"))) == 3
+
+
+def test_a_node_lost_mid_chunk_has_the_chunk_run_again_elsewhere(cluster, local_labels):
+    removed = remove_when(cluster, lambda: True)
+    labels = label(ray=cluster.address)
+    assert removed, "the node never labelled a chunk"
+    assert_same(labels, local_labels)
+
+
+def test_a_chunk_lost_for_good_stops_with_the_chunks_done_kept(
+    cluster, local_labels, tmp_path, monkeypatch
+):
+    monkeypatch.setattr(teacher_ray, "RETRIES", 0)
+    monkeypatch.setattr(teacher_ray, "NO_CPU_SECONDS", 5.0)
+    removed = remove_when(cluster, lambda: any(tmp_path.glob("chunk*.npz")))
+    started = time.monotonic()
+    with pytest.raises(ChunkLostError) as lost:
+        label(tmp_path, ray=cluster.address)
+    assert removed
+    assert time.monotonic() - started < DEADLINE
+    message = str(lost.value)
+    assert len(message.splitlines()) == 1
+    assert lost.value.total == 3
+    assert 1 <= lost.value.done < 3
+    assert f"{lost.value.done} of 3 chunks done (kept in {tmp_path}" in message
+    assert len(list(tmp_path.glob("chunk*.npz"))) == lost.value.done
+    assert_same(label(tmp_path, workers=1), local_labels)  # the rest labelled here
+
+
+# The tests above removed both worker nodes: the cluster has no CPU left.
+
+
+def test_a_cluster_without_cpus_stops_the_labelling_in_bounded_time(cluster, monkeypatch):
+    monkeypatch.setattr(teacher_ray, "NO_CPU_SECONDS", 2.0)
+    assert not cluster.worker_nodes
+    started = time.monotonic()
+    with pytest.raises(ChunkLostError, match=r"no CPU for 2 s .*0 of 3 chunks done"):
+        label(ray=cluster.address)
+    assert time.monotonic() - started < 30
+
+
+def test_stop_cancels_the_chunks_and_says_how_far_it_got(cluster):
+    asked = time.monotonic() + 1.5
+    with pytest.raises(LabellingStoppedError, match="0 of 3 chunks done"):
+        label(ray=cluster.address, stop=lambda: time.monotonic() > asked)
+    assert time.monotonic() - asked < 10
