@@ -28,13 +28,17 @@ class Dims(NamedTuple):
     cells: int
 
 
+#: A kernel's ``dims`` argument: :class:`Dims` or its fields in an array (:func:`dims_arg`).
+DimsArg = Dims | np.ndarray
+
+
 def dims(geometry: Geometry) -> Dims:
     """The :class:`Dims` of ``geometry``."""
     g = geometry
     return Dims(g.bottom, g.board, g.height, g.inarow, g.size, g.columns, g.cells)
 
 
-def dims_arg(geometry: Geometry) -> Dims | np.ndarray:
+def dims_arg(geometry: Geometry) -> DimsArg:
     """The :class:`Dims` of ``geometry`` as a kernel call takes them: one ``int64`` array on
     boards of up to 64 bits (cheaper for numba to dispatch on than a named tuple), the named
     tuple itself on larger boards (their masks do not fit in ``int64``)."""
@@ -43,7 +47,7 @@ def dims_arg(geometry: Geometry) -> Dims | np.ndarray:
 
 
 @helper
-def as_dims(dims) -> Dims:
+def as_dims(dims: DimsArg) -> Dims:
     """The :class:`Dims` of a kernel's dims argument: the named tuple itself, or its fields in
     an array (:func:`dims_arg`)."""
     return Dims(dims[0], dims[1], dims[2], dims[3], dims[4], dims[5], dims[6])

@@ -22,7 +22,7 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from types import FunctionType, ModuleType
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 from connectx_gym.bitboard import Geometry
 
@@ -70,13 +70,15 @@ def jit(function: F) -> F:
     if function not in _compiled:
         import numba
 
-        options: dict[str, bool] = {"nogil": True}
+        # numba's own ``_nrt`` option is not in its type hints
+        options: dict[str, Any] = {"nogil": True}
         if getattr(function, "jit_helper", False):
             options = {"_nrt": False, "forceinline": True}
         if getattr(function, "jit_parallel", False):
             options["parallel"] = True
         _compiled[function] = numba.njit(cache=True, **options)(function)
-    return _compiled[function]
+    # a numba dispatcher is called with the arguments of the function it compiles
+    return cast(F, _compiled[function])
 
 
 def jit_module(name: str) -> ModuleType:

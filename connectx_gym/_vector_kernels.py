@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from connectx_gym._dims import as_dims
 from connectx_gym._jit import jit_module
 from connectx_gym.bitboard import has_line
+
+if TYPE_CHECKING:
+    from connectx_gym._dims import DimsArg
 
 
 def compiled() -> ModuleType:
@@ -46,7 +50,7 @@ def drop_stone(
     i: int,
     column: int,
     by_agent: bool,
-    dims,
+    dims: DimsArg,
 ) -> None:
     """Drop a stone in ``column`` (legal: checked by the caller) on board ``i``, for the agent
     (``by_agent``) or its opponent; end the game on a line (``winner`` the mover's mark,
@@ -99,7 +103,7 @@ def play_columns(
     boards: np.ndarray,
     columns: np.ndarray,
     by_agent: bool,
-    dims,
+    dims: DimsArg,
 ) -> None:
     """:func:`drop_stone` in ``columns[k]`` on board ``boards[k]`` for every ``k``."""
     d = as_dims(dims)
@@ -124,7 +128,7 @@ def agent_moves(
     illegal: np.ndarray,
     reply: np.ndarray,
     only_check: bool,
-    dims,
+    dims: DimsArg,
 ) -> int:
     """The agent's move ``columns[i]`` on every board ``i``; returns the number of illegal ones
     (off the board or full), flagged in ``illegal``. With ``only_check`` and an illegal move,
@@ -160,7 +164,7 @@ def agent_moves(
     return count
 
 
-def legal_masks(mask: np.ndarray, winner: np.ndarray, dims, out: np.ndarray) -> None:
+def legal_masks(mask: np.ndarray, winner: np.ndarray, dims: DimsArg, out: np.ndarray) -> None:
     """``out[i, c]`` = 1 when column ``c`` of board ``i`` is open and the game goes on, else 0."""
     d = as_dims(dims)
     height, rows, columns = d.height, d.height - 1, d.columns
@@ -172,7 +176,7 @@ def legal_masks(mask: np.ndarray, winner: np.ndarray, dims, out: np.ndarray) -> 
 
 
 def write_planes(
-    agent: np.ndarray, mask: np.ndarray, boards: np.ndarray, dims, out: np.ndarray
+    agent: np.ndarray, mask: np.ndarray, boards: np.ndarray, dims: DimsArg, out: np.ndarray
 ) -> None:
     """``out[i]`` = the ``(2, rows, columns)`` planes of board ``i`` for each ``i`` in ``boards``:
     plane 0 the agent's stones, plane 1 the opponent's, row 0 at the top."""
@@ -193,7 +197,7 @@ def random_columns(
     mask: np.ndarray,
     boards: np.ndarray,
     uniforms: np.ndarray,
-    dims,
+    dims: DimsArg,
     out: np.ndarray,
 ) -> None:
     """``out[k]``: the open column of board ``boards[k]`` at index ``int(uniforms[k] * open)``
@@ -228,7 +232,7 @@ def random_replies(
     boards: np.ndarray,
     uniforms: np.ndarray,
     played: np.ndarray,
-    dims,
+    dims: DimsArg,
 ) -> None:
     """A random opponent's move on each board of ``boards`` (:func:`random_columns` then
     :func:`drop_stone`, in one pass); ``played[i]`` gets the column."""

@@ -87,7 +87,7 @@ class BoardBatch:
 
 def batch_actor(policy: Policy) -> BatchActor | None:
     """A function answering a whole batch for ``policy``, or None (then it plays board by board)."""
-    own = getattr(policy, "act_batch", None)
+    own: BatchActor | None = getattr(policy, "act_batch", None)
     if callable(own):
         return own
     if type(policy) is RandomPolicy:
@@ -151,7 +151,8 @@ def choose_best_batch(scores: np.ndarray, rng: np.random.Generator) -> np.ndarra
     filled = np.where(legal, scores, -np.inf)
     ties = legal & (filled == filled.max(axis=1, keepdims=True))
     pick = (rng.random(len(scores)) * ties.sum(axis=1)).astype(np.int64)
-    return np.argmax(np.cumsum(ties, axis=1) > pick[:, None], axis=1).astype(np.int64)
+    columns: np.ndarray = np.argmax(np.cumsum(ties, axis=1) > pick[:, None], axis=1)
+    return columns.astype(np.int64)
 
 
 def _random_act_batch(batch: BoardBatch, rng: np.random.Generator) -> np.ndarray:
@@ -196,4 +197,5 @@ def _net_act_batch(policy: Any, batch: BoardBatch, rng: np.random.Generator) -> 
     weights_ = np.exp(masked - masked.max(axis=1, keepdims=True))
     cumulative = np.cumsum(weights_, axis=1)
     draw = rng.random(len(batch))[:, None] * cumulative[:, -1:]
-    return np.argmax(cumulative > draw, axis=1).astype(np.int64)
+    columns: np.ndarray = np.argmax(cumulative > draw, axis=1)
+    return columns.astype(np.int64)

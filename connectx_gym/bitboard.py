@@ -27,7 +27,7 @@ shifts) wrap around harmlessly because they are masked with playable cells befor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -180,7 +180,9 @@ class Geometry:
         """A geometry from anything with ``rows``, ``columns``, ``inarow`` (attributes or keys)."""
         if isinstance(config, Geometry):
             return config
-        get = config.get if isinstance(config, dict) else lambda key: getattr(config, key)
+        get: Callable[[str], Any] = (
+            config.get if isinstance(config, dict) else lambda key: getattr(config, key)
+        )
         return cls(get("rows"), get("columns"), get("inarow"))
 
     def column_mask(self, column: int) -> int:
@@ -206,7 +208,8 @@ class Geometry:
         """``stones`` as a ``(rows, columns)`` bool array, row 0 at the top (Kaggle's view)."""
         raw = np.frombuffer(stones.to_bytes((self.size + 7) // 8, "little"), dtype=np.uint8)
         bits = np.unpackbits(raw, bitorder="little")
-        return bits[self._bit_of_cell].reshape(self.rows, self.columns).astype(bool)
+        cells: np.ndarray = bits[self._bit_of_cell].reshape(self.rows, self.columns).astype(bool)
+        return cells
 
     def pack(self, cells: np.ndarray) -> int:
         """The bits of the cells set in a ``(rows, columns)`` array, row 0 at the top."""
@@ -405,7 +408,8 @@ class Board(NamedTuple):
 
     def to_kaggle(self) -> list[int]:
         """Kaggle's flat board list: row-major, row 0 at the top, 0 empty, 1 and 2 the marks."""
-        return self.to_array().ravel().tolist()
+        marks: list[int] = self.to_array().ravel().tolist()
+        return marks
 
     def to_planes(self) -> np.ndarray:
         """``(2, rows, columns)`` int8 planes: the mover's stones, then the other player's."""

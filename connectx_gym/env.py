@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import gymnasium as gym
 import numpy as np
@@ -28,11 +28,11 @@ OpponentSpec = str | Policy | Callable[..., Any]
 def check_reset_options(options: Any) -> dict[str, Any]:
     """``reset``'s ``options`` as a dict (``{}`` for ``None``); ``ValueError`` for keys other
     than ``opponent`` and ``agent_mark`` (shared by ``ConnectX-v0`` and the batched env)."""
-    options = options or {}
-    unknown = set(options) - {"opponent", "agent_mark"}
+    checked: dict[str, Any] = options or {}
+    unknown = set(checked) - {"opponent", "agent_mark"}
     if unknown:
         raise ValueError(f"unknown reset options {sorted(unknown)}; known: opponent, agent_mark")
-    return options
+    return checked
 
 
 def check_env_options(
@@ -150,7 +150,8 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
     - v0: Initial version.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
+    # declared as gymnasium declares it (an attribute instances may replace)
+    metadata: dict[str, Any] = {  # noqa: RUF012
         "render_modes": ["ansi", "rgb_array", "human"],
         "render_fps": 2,
     }
@@ -382,11 +383,13 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         return Struct(board=self._grid().ravel().tolist(), mark=self.agent_mark)
 
     def _grid(self) -> np.ndarray:
-        return (self._planes[0] * self.agent_mark + self._planes[1] * (3 - self.agent_mark)).astype(
-            np.int8
-        )
+        marks = self._planes[0] * self.agent_mark + self._planes[1] * (3 - self.agent_mark)
+        grid: np.ndarray = marks.astype(np.int8)
+        return grid
 
-    def render(self) -> str | np.ndarray | None:
+    # gymnasium types render's frame as a type variable of the method alone, which no
+    # concrete frame type can override
+    def render(self) -> str | np.ndarray | None:  # type: ignore[override]
         """Draw the board as ``render_mode`` says (None when it is None)."""
         if self.render_mode is None:
             gym.logger.warn("render() called without a render_mode; pass render_mode to make()")

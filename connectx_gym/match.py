@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import ExitStack
@@ -284,16 +285,17 @@ def play_match(
         for index, child in enumerate(sequence.spawn(games))
     ]
     clock, move_counts = [0.0, 0.0], [0, 0]
+    outcomes: Iterator[GameOutcome]
     if executor is None:
         outcomes = (play_indexed_game(a, b, geometry, job) for job in jobs)
     else:
         outcomes = executor.map_games(player_a, player_b, geometry, jobs)
     with ExitStack() as stack:
-        out = None
-        if save_games is not None:
-            out = save_games if hasattr(save_games, "write") else None
-            if out is None:
-                out = stack.enter_context(open_atomically(save_games))  # type: ignore[arg-type]
+        out: IO[str] | None = None
+        if isinstance(save_games, (str, os.PathLike)):
+            out = stack.enter_context(open_atomically(save_games))
+        elif save_games is not None:
+            out = save_games
         for index, (record, game_clock, game_moves) in enumerate(outcomes):
             clock[0] += game_clock[0]
             clock[1] += game_clock[1]

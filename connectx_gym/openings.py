@@ -66,10 +66,11 @@ def resolve_openings(openings: Openings, geometry: Geometry) -> list[tuple[int, 
     """
     if openings is None:
         # The default set; on boards too small for it, the longest set that exists.
-        for plies in (OPENING_SETS[DEFAULT_OPENINGS], 1, 0):
+        for plies in (OPENING_SETS[DEFAULT_OPENINGS], 1):
             found = ply_openings(geometry, plies)
             if found:
                 return found
+        return ply_openings(geometry, 0)
     if isinstance(openings, str):
         if openings not in OPENING_SETS:
             raise ValueError(

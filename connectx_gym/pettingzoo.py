@@ -92,7 +92,8 @@ def env(rows: int = 6, columns: int = 7, inarow: int = 4, render_mode: str | Non
     return wrappers.OrderEnforcingWrapper(game)
 
 
-class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's name for the unwrapped env
+# pettingzoo ships no type hints, so its AECEnv is Any to mypy
+class raw_env(AECEnv, EzPickle):  # type: ignore[misc]  # noqa: N801 - PettingZoo's name
     """ConnectX for two agents taking turns; see the module docstring for the specification."""
 
     metadata: ClassVar[dict[str, Any]] = {
@@ -133,10 +134,10 @@ class raw_env(AECEnv, EzPickle):  # noqa: N801 - PettingZoo's name for the unwra
         self.reset()
 
     # -- spaces -------------------------------------------------------------------------------
-    def observation_space(self, agent: str) -> spaces.Space:
+    def observation_space(self, agent: str) -> spaces.Space[Any]:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent: str) -> spaces.Space:
+    def action_space(self, agent: str) -> spaces.Space[Any]:
         return self.action_spaces[agent]
 
     # -- the game -----------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def agent_exit_error(exit_: SystemExit, who: str, when: str) -> AgentExitError:
     return AgentExitError(f"{who} called sys.exit({code}) {when}")
 
 
-class Struct(dict):
+class Struct(dict[str, Any]):
     """A dict whose keys are also attributes, like kaggle-environments' ``Struct``."""
 
     def __getattr__(self, name: str) -> Any:
@@ -197,7 +197,7 @@ class KaggleAgentPolicy(Policy):
         if not callable(agent):
             raise TypeError(f"a Kaggle agent must be callable, got {agent!r}")
         self.agent = agent
-        self.name = name or getattr(agent, "__name__", type(agent).__name__)
+        self.name = name or str(getattr(agent, "__name__", type(agent).__name__))
 
     def act(self, board: Board, rng: np.random.Generator) -> int:
         seed = int(rng.integers(2**32))

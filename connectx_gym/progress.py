@@ -37,8 +37,8 @@ class Progress:
             try:
                 from tqdm import tqdm
             except ImportError:
-                tqdm = None
-            if tqdm is not None:
+                pass
+            else:
                 self._bar = tqdm(total=total, desc=what, unit="", file=self._stream, leave=False)
 
     def update(self, count: int = 1) -> None:

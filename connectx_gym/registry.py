@@ -31,7 +31,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib.metadata import EntryPoint
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -77,7 +77,8 @@ class PolicyEntry:
                 f"cannot load policy {self.name!r}: entry point {written!r} names a "
                 f"{type(factory).__name__}, not a factory"
             )
-        return factory
+        # an entry point is checked callable here; what it makes is known only when called
+        return cast("Callable[..., Policy]", factory)
 
 
 _registry: dict[str, PolicyEntry] = {}

@@ -58,7 +58,8 @@ def bradley_terry_elo(
             break
         strength = updated
     ratings = 400 * np.log10(strength)
-    return ratings - ratings.mean() + ELO_MEAN
+    centred: np.ndarray = ratings - ratings.mean() + ELO_MEAN
+    return centred
 
 
 @dataclass
@@ -241,7 +242,7 @@ def run_tournament(
     with ExitStack() as stack:
         out = save_games
         if save_games is not None and not hasattr(save_games, "write"):
-            out = stack.enter_context(open_atomically(save_games))  # type: ignore[arg-type]
+            out = stack.enter_context(open_atomically(save_games))
         for index, (i, j) in enumerate(pairs):
             match_seed = int(seeds[index].generate_state(1)[0])
             match = play_match(

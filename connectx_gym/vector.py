@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 import numpy as np
 from gymnasium import spaces
@@ -24,7 +24,7 @@ from connectx_gym.render import board_to_ansi, board_to_rgb
 __all__ = ["ConnectXVectorEnv", "check_num_envs", "max_num_envs"]
 
 
-class ConnectXVectorEnv(VectorEnv):
+class ConnectXVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
     """``num_envs`` games of ``ConnectX-v0`` stepped together; each board is exactly the single env.
 
     Make it with ``gymnasium.make_vec("ConnectX-v0", num_envs=N)`` (the registered
@@ -68,7 +68,8 @@ class ConnectXVectorEnv(VectorEnv):
     columns and legal ones, and leaves every board as it was.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {
+    # declared as gymnasium declares it (an attribute instances may replace)
+    metadata: dict[str, Any] = {  # noqa: RUF012
         "render_modes": ["ansi", "rgb_array"],
         "autoreset_mode": AutoresetMode.SAME_STEP,
     }
