@@ -39,10 +39,10 @@ def interruptible_monotonic() -> float:
 
 
 @intrinsic
-def _clock_gettime_monotonic(typingctx):  # type: ignore[no-untyped-def]
+def _clock_gettime_monotonic(typingctx):
     """``clock_gettime(CLOCK_MONOTONIC)`` in seconds (Linux, 64-bit ``time_t`` and ``long``)."""
 
-    def codegen(context, builder, signature, arguments):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, arguments):
         int32, int64, double = ir.IntType(32), ir.IntType(64), ir.DoubleType()
         timespec = ir.LiteralStructType([int64, int64])  # tv_sec, tv_nsec
         function = cgutils.get_or_insert_function(
@@ -66,14 +66,15 @@ def _object_mode_clock() -> float:
 
 
 def _c_clock() -> float:
-    return _clock_gettime_monotonic()
+    # compiled code calls an intrinsic without the typing context that numba passes itself
+    return _clock_gettime_monotonic()  # type: ignore[call-arg]
 
 
 @overload(monotonic)
-def _compiled_monotonic():  # type: ignore[no-untyped-def]
+def _compiled_monotonic():
     return _c_clock if sys.platform.startswith("linux") else _object_mode_clock
 
 
 @overload(interruptible_monotonic)
-def _compiled_interruptible_monotonic():  # type: ignore[no-untyped-def]
+def _compiled_interruptible_monotonic():
     return _object_mode_clock
