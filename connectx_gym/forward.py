@@ -52,6 +52,11 @@ __all__ = [
     "output_shape",
 ]
 
+#: One layer of a network description: its ``"op"`` and that operation's fields.
+Layer = dict[str, Any]
+#: A network's arrays (or the landing cells, or the convolutions' matrices), by name.
+Arrays = dict[str, np.ndarray]
+
 #: Input channels from which a 3x3 convolution runs as Winograd: below it the transforms cost
 #: more than the products they save (4 channels: 0.029 ms against 0.016 for im2col on 6x7).
 WINOGRAD_MIN_CHANNELS = 16
@@ -130,7 +135,7 @@ def _conv_channels_last(
     return out.reshape(n, height, width, out_channels)
 
 
-def _strided_view(base: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:
+def _strided_view(base: np.ndarray, shape: tuple[int, ...], strides: tuple[int, ...]) -> np.ndarray:
     """A read-only view of contiguous ``base`` with ``shape`` and ``strides`` (in bytes, within
     ``base``): ``np.lib.stride_tricks.as_strided`` without its 10 microseconds of Python."""
     view = np.ndarray(shape, base.dtype, buffer=base, strides=strides)
@@ -184,7 +189,7 @@ def _winograd_3x3(x: np.ndarray, kernel: np.ndarray) -> np.ndarray:
     return blocks[:, :height, :width]
 
 
-def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
+def conv_kernels(layers: list[Layer], params: Arrays) -> dict[str, np.ndarray]:
     """:func:`conv_kernel` of every convolution in ``layers`` wider than 1x1 (nested ones too),
     by weight name: what :func:`forward_layers` takes as ``kernels``."""
     kernels = {}
@@ -197,11 +202,11 @@ def conv_kernels(layers: list, params: dict) -> dict[str, np.ndarray]:
 
 
 def forward_layers(
-    layers: list,
-    params: dict,
+    layers: list[Layer],
+    params: Arrays,
     x: np.ndarray,
-    saved: dict | None = None,
-    kernels: dict | None = None,
+    saved: Arrays | None = None,
+    kernels: Arrays | None = None,
 ) -> np.ndarray:
     """Run the network description ``layers`` with ``params`` on the batch ``x``, (N, C, H, W)
     planes or (N, F) features; planes come out as (N, C, H, W) too (``saved`` carries the landing
@@ -210,7 +215,7 @@ def forward_layers(
     batch of more than :data:`FORWARD_CHUNK` boards runs in pieces of that many."""
     if len(x) > FORWARD_CHUNK:
         starts = range(0, len(x), FORWARD_CHUNK)
-        pieces: list[dict] = [{} for _ in starts]
+        pieces: list[Arrays] = [{} for _ in starts]
         outs = [
             forward_layers(layers, params, x[start : start + FORWARD_CHUNK], piece, kernels)
             for start, piece in zip(starts, pieces, strict=True)
@@ -234,11 +239,11 @@ class _Run(NamedTuple):
     """What the numpy kernels share while a network runs: its arrays, the landing cells of
     ``input_planes`` and the convolutions' matrices."""
 
-    params: dict
-    saved: dict
-    kernels: dict
+    params: Arrays
+    saved: Arrays
+    kernels: Arrays
 
-    def run(self, layers: list, x: np.ndarray) -> np.ndarray:
+    def run(self, layers: list[Layer], x: np.ndarray) -> np.ndarray:
         """``layers`` on (N, H, W, C) planes (or (N, F) features), each by its numpy kernel."""
         for layer in layers:
             operation = OPERATIONS.get(layer["op"])
@@ -249,54 +254,54 @@ class _Run(NamedTuple):
 
 
 # -- the numpy kernels: (layer, channels-last x, the run) -> x -----------------------------------
-def _run_ones_plane(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_ones_plane(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return np.concatenate([x, np.ones_like(x[..., :1])], axis=-1)
 
 
-def _run_input_planes(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_input_planes(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     occupied = x[..., 0] + x[..., 1]
     below = np.concatenate([occupied[:, 1:], np.ones_like(occupied[:, :1])], axis=1)
     net.saved["landing"] = (1 - occupied) * below
     return np.concatenate([x, np.ones_like(x[..., :1]), net.saved["landing"][..., None]], axis=-1)
 
 
-def _run_gather_landing(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_gather_landing(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return (x[..., 0] * net.saved["landing"]).sum(axis=1)
 
 
-def _run_branches(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_branches(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return np.concatenate([_flatten(net.run(body, x)) for body in layer["branches"]], axis=1)
 
 
-def _run_linear_plus_prefix(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_linear_plus_prefix(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     weight = net.params[layer["weight"]]
     return x @ weight.T + net.params[layer["bias"]] + x[:, : weight.shape[0]]
 
 
-def _run_conv(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_conv(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     name = layer["weight"]
     return _conv_channels_last(
         x, net.params[name], net.params[layer["bias"]], net.kernels.get(name)
     )
 
 
-def _run_linear(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_linear(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return x @ net.params[layer["weight"]].T + net.params[layer["bias"]]
 
 
-def _run_relu(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_relu(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return np.maximum(x, 0)
 
 
-def _run_tanh(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_tanh(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return np.tanh(x)
 
 
-def _run_flatten(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_flatten(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return _flatten(x)
 
 
-def _run_residual(layer: dict, x: np.ndarray, net: _Run) -> np.ndarray:
+def _run_residual(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return x + net.run(layer["body"], x)
 
 
@@ -352,7 +357,7 @@ class _Shapes:
             self.count(math.prod(shape), math.prod(shape) + LAYER_COST)
         return shape
 
-    def array(self, layer: dict, key: str, ndim: int) -> tuple[int, ...]:
+    def array(self, layer: Layer, key: str, ndim: int) -> tuple[int, ...]:
         """The shape of the array that ``layer[key]`` names, which must have ``ndim`` axes."""
         name = layer.get(key)
         if not isinstance(name, str) or name not in self.shapes:
@@ -382,35 +387,35 @@ def network_cost(
     return NetworkCost(out, walk.largest_activation, walk.work)
 
 
-def _same_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _same_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     return shape
 
 
-def _ones_plane_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _ones_plane_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     return (shape[0] + 1, *shape[1:])
 
 
-def _input_planes_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _input_planes_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     if shape[0] < 2:
         raise ValueError("layer 'input_planes' needs two planes of discs")
     walk.landing = True
     return (shape[0] + 2, *shape[1:])
 
 
-def _gather_landing_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _gather_landing_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     if not walk.landing:
         raise ValueError("layer 'gather_landing' before any 'input_planes'")
     return (shape[2],)
 
 
-def _branches_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _branches_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     bodies = layer.get("branches")
     if not isinstance(bodies, list) or not bodies:
         raise ValueError("layer 'branches' needs a non-empty list of branches")
     return (sum(math.prod(walk.walk(body, shape)) for body in bodies),)
 
 
-def _linear_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _linear_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     op = layer["op"]
     out, inputs = walk.array(layer, "weight", 2)
     if len(shape) != 1 or shape[0] != inputs:
@@ -423,7 +428,7 @@ def _linear_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[i
     return (out,)
 
 
-def _conv_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _conv_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     out, channels, kh, kw = walk.array(layer, "weight", 4)
     if channels != shape[0] or kh % 2 == 0 or kw % 2 == 0:
         raise ValueError(f"conv weight {(out, channels, kh, kw)} does not fit input {shape}")
@@ -435,18 +440,18 @@ def _conv_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int
     return (out, *shape[1:])
 
 
-def _flatten_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _flatten_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     return (math.prod(shape),)
 
 
-def _residual_shape(layer: dict, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
+def _residual_shape(layer: Layer, shape: tuple[int, ...], walk: _Shapes) -> tuple[int, ...]:
     if walk.walk(layer.get("body"), shape) != shape:
         raise ValueError("layer 'residual': its body changes the shape")
     return shape
 
 
 # -- the table ------------------------------------------------------------------------------------
-def _no_bodies(layer: dict) -> list[list]:
+def _no_bodies(layer: Layer) -> list[list[Layer]]:
     return []
 
 
@@ -454,10 +459,10 @@ class Operation(NamedTuple):
     """An operation a layer may name: its shape rule, its numpy kernel, whether it needs planes
     (not flat features) and the lists of layers nested in it."""
 
-    shape: Callable[[dict, tuple[int, ...], _Shapes], tuple[int, ...]]
-    run: Callable[[dict, np.ndarray, _Run], np.ndarray]
+    shape: Callable[[Layer, tuple[int, ...], _Shapes], tuple[int, ...]]
+    run: Callable[[Layer, np.ndarray, _Run], np.ndarray]
     planes: bool = False
-    bodies: Callable[[dict], list[list]] = _no_bodies
+    bodies: Callable[[Layer], list[list[Layer]]] = _no_bodies
 
 
 #: Every operation of the weights-only format, by the name a layer's ``"op"`` gives.
@@ -477,11 +482,11 @@ OPERATIONS: dict[str, Operation] = {
 
 
 def masked_logits(
-    layers: list,
-    params: dict,
+    layers: list[Layer],
+    params: Arrays,
     planes: np.ndarray,
     legal: np.ndarray,
-    kernels: dict | None = None,
+    kernels: Arrays | None = None,
 ) -> np.ndarray:
     """Logits of one position's ``(2, rows, columns)`` planes, ``-inf`` on illegal columns."""
     x = np.asarray(planes, dtype=np.float32)[None]

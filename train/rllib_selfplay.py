@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import logging
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import gymnasium as gym
 import numpy as np
@@ -43,6 +43,9 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     raise ImportError(
         f'connectx_train.rllib_selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
     ) from None
+
+if TYPE_CHECKING:
+    from ray.rllib.utils.typing import MultiAgentDict
 
 from connectx_gym.bitboard import Board, Geometry
 from connectx_gym.match import play_match
@@ -112,9 +115,11 @@ class ConnectXMultiAgentEnv(MultiAgentEnv):
         self.observation_spaces = dict.fromkeys(AGENTS, space)
         self.action_spaces = dict.fromkeys(AGENTS, gym.spaces.Discrete(columns))
 
-    def reset(
+    # RLlib's reset and step answer for every agent where gymnasium's Env, its base, answers
+    # for one
+    def reset(  # type: ignore[override]
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[dict[str, Any], dict[str, Any]]:
+    ) -> tuple[MultiAgentDict, MultiAgentDict]:
         if seed is not None:
             self.rng = np.random.default_rng(seed)
         self.game.reset(seed=seed)
@@ -126,7 +131,9 @@ class ConnectXMultiAgentEnv(MultiAgentEnv):
         agent = self.game.agent_selection
         return {agent: _convert(self.game.observe(agent))}, {}
 
-    def step(self, action_dict: dict[str, Any]) -> tuple[dict, dict, dict, dict, dict]:
+    def step(  # type: ignore[override]
+        self, action_dict: MultiAgentDict
+    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
         self.game.step(int(action_dict[self.game.agent_selection]))
         self._opponent_moves()
         observations, rewards, terminated, truncated, infos = {}, {}, {}, {}, {}

@@ -111,7 +111,7 @@ def opponent_choices(models: Path | None) -> list[dict[str, Any]]:
     names = [name for name in list_policies() if name != "file"]
     shipped = sorted(SHIPPED_WEIGHTS, key=lambda name: name != "ppo")
     saved = list_models(models)
-    networks = [
+    networks: list[dict[str, Any]] = [
         *({"spec": name, "kind": "network"} for name in shipped if name in names),
         *({"spec": f"mcts:net={name}", "kind": "network"} for name in shipped if "mcts" in names),
         *({"spec": name, "kind": "network"} for name in saved if name.lower().endswith(".npz")),
