@@ -206,18 +206,21 @@ def snapshots_to_average(directory: Path, end: int, every: int, count: int) -> l
 
 def averaged_weights(last: WeightsFile, snapshots: Sequence[Path]) -> WeightsFile:
     """The element-wise mean (in float64, stored as float32) of ``last`` and the weights saved in
-    ``snapshots``, which must be the same network (``ValueError`` otherwise)."""
+    ``snapshots``, value head included, which must be the same network (``ValueError``
+    otherwise)."""
     others = [load_weights(path) for path in snapshots]
     for path, other in zip(snapshots, others, strict=True):
-        if other.layers != last.layers or any(
-            other.params[name].shape != array.shape for name, array in last.params.items()
+        if (
+            other.layers != last.layers
+            or other.value != last.value
+            or any(other.params[name].shape != array.shape for name, array in last.params.items())
         ):
             raise ValueError(f"cannot average {path}: it is not the run's network")
     params = {
         name: np.mean([w.params[name].astype(np.float64) for w in (*others, last)], axis=0)
         for name in last.params
     }
-    return WeightsFile(last.geometry, last.layers, params)
+    return WeightsFile(last.geometry, last.layers, params, last.value)
 
 
 def markdown_report(report: dict[str, Any]) -> str:
