@@ -43,6 +43,8 @@ __all__ = ["DEFAULT_SIMULATIONS", "PROVEN_BONUS", "MCTSPolicy"]
 
 #: Simulations a move runs when neither ``simulations`` nor ``time_budget`` is given.
 DEFAULT_SIMULATIONS = 1000
+#: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
+KEEP_TREE_NODES = 1 << 16
 #: What :meth:`MCTSPolicy.scores` adds to a proven win's visits (and takes from a proven loss's).
 PROVEN_BONUS = 1e12
 
@@ -201,10 +203,15 @@ class MCTSPolicy(Policy):
         if outer is not None:
             seconds = outer if seconds is None else min(seconds, outer)
         evaluate = None if self.weights is None else self._evaluate
-        return tree.search(
+        result = tree.search(
             board.current, board.mask, board.moves, rng, self.simulations, seconds,
             self.exploration, self.rollouts, evaluate, self.batch, self.value_leaves,
         )  # fmt: skip
+        if tree.nodes > KEEP_TREE_NODES:
+            # A large search's pages stay resident while the tree is kept: let them go, so that
+            # a process holding many policies (connectx serve) holds no large trees between moves.
+            del self._trees[g]
+        return result
 
     def scores(self, board: Board, rng: np.random.Generator | None = None) -> np.ndarray:
         """The root moves' visits (NaN for full columns), a proven win raised and a proven

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from connectx_baselines import _mcts_kernels as kernels
+from connectx_baselines import mcts
 from connectx_baselines.mcts import MCTSPolicy
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
@@ -230,3 +231,17 @@ def test_beats_minimax_depth_3() -> None:
     result = play_match("mcts:simulations=1000", "minimax:depth=3", games=12, seed=0)
     assert result.illegal_a == result.illegal_b == 0
     assert result.wins >= 9, (result.wins, result.draws, result.losses)
+
+
+def test_a_large_tree_is_not_kept_between_moves() -> None:
+    """A search past KEEP_TREE_NODES lets its tree go (a server holds many policies); a small
+    one keeps it for the next move."""
+    board = Board.from_moves(Geometry(), [3, 3])
+    small = make_policy("mcts:simulations=50")
+    small.act(board, np.random.default_rng(0))
+    assert Geometry() in small._trees
+    large = make_policy(f"mcts:simulations={mcts.KEEP_TREE_NODES // 2}")
+    result = large.search(board, np.random.default_rng(0))
+    assert result["nodes"] > mcts.KEEP_TREE_NODES
+    assert Geometry() not in large._trees
+    assert large.act(board, np.random.default_rng(0)) in board.legal_moves()
