@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import os
 import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -94,7 +95,8 @@ def run_stoppable(call: Callable[[], None], stop: Callable[[], None], poll: floa
         raise failure[0]
 
 
-#: The largest share of the machine's RAM one transposition table may take.
+#: The largest share of the machine's RAM the transposition tables of one process may take
+#: together (each search's table is counted from its allocation until it is freed).
 TABLE_RAM_SHARE = 0.25
 _ENTRY_BYTES = 16
 
@@ -107,29 +109,75 @@ def _physical_memory() -> int | None:
         return None
 
 
-def max_table_bits(memory: int | None = None) -> int:
+def table_bytes(table_bits: int) -> int:
+    """The most bytes a table of ``table_bits`` takes: the first prime above ``2 ** table_bits``
+    entries of 16 bytes (primes are less than 1024 apart at these sizes)."""
+    return _ENTRY_BYTES * ((1 << table_bits) + 1024)
+
+
+class _TableBudget:
+    """The bytes of the transposition tables alive in this process."""
+
+    def __init__(self) -> None:
+        # reentrant: a table freed by a garbage collection inside a reservation releases its
+        # bytes on the same thread
+        self.lock = threading.RLock()
+        self.in_use = 0
+
+    def release(self, size: int) -> None:
+        with self.lock:
+            self.in_use -= size
+
+
+_TABLES = _TableBudget()
+
+
+def tables_in_use() -> int:
+    """Bytes of the transposition tables this process holds now (:func:`reserve_table`)."""
+    return _TABLES.in_use
+
+
+def max_table_bits(memory: int | None = None, in_use: int = 0) -> int:
     """The largest ``table_bits`` whose table fits in :data:`TABLE_RAM_SHARE` of ``memory``
-    bytes (this machine's RAM by default; 30 where it is unknown)."""
+    bytes (this machine's RAM by default; 30 where it is unknown) beside ``in_use`` bytes of
+    tables; 3 when not even a table of 4 bits fits."""
     memory = _physical_memory() if memory is None else memory
     if memory is None:
         return 30
-    fits = int(memory * TABLE_RAM_SHARE) // _ENTRY_BYTES
-    bits = fits.bit_length() - 1
-    if (1 << bits) + 1024 > fits:  # the table has the first prime above 2**bits entries
-        bits -= 1
-    return max(4, min(30, bits))
+    fits = int(memory * TABLE_RAM_SHARE) - in_use
+    for bits in range(30, 3, -1):
+        if table_bytes(bits) <= fits:
+            return bits
+    return 3
 
 
 def require_table_bits(table_bits: object) -> None:
     """``ValueError`` naming ``table_bits`` unless it is an integer in [4, 30] whose table (16
-    bytes an entry) fits in :data:`TABLE_RAM_SHARE` of this machine's RAM."""
+    bytes an entry) fits, beside the tables this process already holds, in
+    :data:`TABLE_RAM_SHARE` of this machine's RAM."""
     if isinstance(table_bits, bool) or not isinstance(table_bits, int) or not 4 <= table_bits <= 30:
         raise ValueError(f"table_bits must be an integer in [4, 30], got {table_bits!r}")
-    cap = max_table_bits()
+    in_use = tables_in_use()
+    cap = max_table_bits(in_use=in_use)
     if table_bits > cap:
         memory = _physical_memory() or 0
+        held = f" beside the {in_use / 1e9:.1f} GB of tables this process holds" if in_use else ""
+        room = f"at most table_bits={cap} here now" if cap >= 4 else "no room for another table"
         raise ValueError(
-            f"table_bits={table_bits} needs {_ENTRY_BYTES * 2**table_bits / 1e9:.1f} GB, more "
-            f"than {TABLE_RAM_SHARE:.0%} of this machine's {memory / 1e9:.1f} GB of RAM: "
-            f"at most table_bits={cap} here"
+            f"table_bits={table_bits} needs {table_bytes(table_bits) / 1e9:.1f} GB, more "
+            f"than {TABLE_RAM_SHARE:.0%} of this machine's {memory / 1e9:.1f} GB of RAM allows"
+            f"{held}: {room}"
         )
+
+
+def reserve_table(owner: object, table_bits: int, *, checked: bool = True) -> None:
+    """Count the table of ``owner`` (about ``2 ** table_bits`` entries) in the process's budget
+    until ``owner`` is freed; when ``checked``, first refuse (``ValueError`` naming
+    ``table_bits``, :func:`require_table_bits`) a table the budget left cannot hold. Called
+    before the table is allocated."""
+    size = table_bytes(table_bits)
+    with _TABLES.lock:
+        if checked:
+            require_table_bits(table_bits)
+        _TABLES.in_use += size
+    weakref.finalize(owner, _TABLES.release, size)

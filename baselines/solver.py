@@ -30,7 +30,12 @@ from collections import OrderedDict
 
 import numpy as np
 
-from connectx_baselines._checks import require_node_limit, require_seconds, require_table_bits
+from connectx_baselines._checks import (
+    require_node_limit,
+    require_seconds,
+    require_table_bits,
+    reserve_table,
+)
 from connectx_baselines._layout import (
     STAT_ABORTED,
     STAT_BUDGET,
@@ -121,7 +126,9 @@ class Solver:
     ``table_bits`` sets the table to the first prime above ``2 ** table_bits`` entries (16 bytes
     each); by default it grows with the board, up to about 8 million entries (2 ** 20 on boards
     that take the plain-Python backend). The table holds exact bounds, so it stays valid across
-    positions and games. Not thread-safe.
+    positions and games. Not thread-safe. The tables of all solvers alive in the process count
+    against one budget, a share of the machine's RAM (:data:`connectx_baselines._checks.
+    TABLE_RAM_SHARE`): a ``table_bits`` that does not fit beside them is a ``ValueError``.
     """
 
     def __init__(self, geometry: Geometry, table_bits: int | None = None) -> None:
@@ -130,10 +137,11 @@ class Solver:
         self.nodes = 0
         self._kernels = backend(_KERNELS, g)
         self._lines_possible = g.inarow <= max(g.rows, g.columns)
+        # every table counts in the process's budget; a size the caller chose must fit in it
+        checked = table_bits is not None
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
-        else:
-            require_table_bits(table_bits)
+        reserve_table(self, table_bits, checked=checked)
         entries = _next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.

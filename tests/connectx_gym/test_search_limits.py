@@ -173,7 +173,7 @@ def test_budgeted_policies_stay_within_their_budget() -> None:
 
 
 def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A table of 16-byte entries may take at most a quarter of the machine's RAM."""
+    """The tables of 16-byte entries may take at most a quarter of the machine's RAM."""
     from connectx_baselines import _checks
 
     gib = 2**30
@@ -185,11 +185,42 @@ def test_table_bits_are_capped_by_a_share_of_the_ram(monkeypatch: pytest.MonkeyP
     with pytest.raises(ValueError, match=r"table_bits=30 needs 17\.2 GB") as refused:
         make_policy("solver:table_bits=30")
     message = str(refused.value)
-    assert "more than 25% of this machine's 8.6 GB of RAM: at most table_bits=26 here" in message
+    assert "more than 25% of this machine's 8.6 GB of RAM allows" in message
+    assert "at most table_bits=26 here now" in message
     assert "\n" not in message
     with pytest.raises(ValueError, match="at most table_bits=26"):
         make_policy("solver:table_bits=27")
     assert make_policy("solver:table_bits=14").table_bits == 14
+
+
+def test_table_bits_count_the_tables_already_in_the_process(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One budget for the process: a second table that fits alone but not beside the first is
+    refused, and fits again once the first is freed."""
+    import gc
+
+    from connectx_baselines import _checks
+    from connectx_baselines.solver import Solver
+
+    gc.collect()
+    table = _checks.table_bytes(16)
+    before = _checks.tables_in_use()
+    budget = before + table + table // 2  # room for one table of 16 bits, not two
+    monkeypatch.setattr(_checks, "_physical_memory", lambda: int(budget / _checks.TABLE_RAM_SHARE))
+    first = Solver(Geometry(), table_bits=16)
+    assert _checks.tables_in_use() == before + table
+    with pytest.raises(ValueError, match=r"table_bits=16 .* beside the .* this process holds"):
+        Solver(Geometry(), table_bits=16)
+    with pytest.raises(ValueError, match="table_bits=16"):
+        make_policy("solver:table_bits=16")
+    assert _checks.tables_in_use() == before + table
+    del first
+    gc.collect()
+    assert _checks.tables_in_use() == before
+    second = Solver(Geometry(), table_bits=16)
+    assert _checks.tables_in_use() == before + table
+    del second
 
 
 @pytest.mark.slow
