@@ -19,6 +19,7 @@ import importlib
 import importlib.util
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -174,7 +175,11 @@ def _workspace(tmp_path: Path) -> Path:
     shim = shim_dir / "connectx"
     shim.write_text(f"#!{sys.executable}\n" + SHIM.replace("QUICK_TRAIN", repr(QUICK_TRAIN), 1))
     shim.chmod(0o755)
-    (shim_dir / "python").symlink_to(sys.executable)
+    # a script, not a link: a link to a venv's interpreter, outside the venv, finds no
+    # pyvenv.cfg beside it and runs the base interpreter, without the venv's packages
+    python = shim_dir / "python"
+    python.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} "$@"\n')
+    python.chmod(0o755)
     return work
 
 
@@ -254,6 +259,20 @@ def test_code_blocks_run(page: Path, tmp_path: Path) -> None:
         _stop_servers(servers)
     if not ran:
         pytest.skip("; ".join(not_here) or "every block of the page is marked skip")
+
+
+def test_the_blocks_python_is_this_interpreter_with_its_packages(tmp_path: Path) -> None:
+    """In a virtual environment too: ``python`` in a shell block runs with this interpreter's
+    prefix (its venv), where the installed packages are."""
+    _workspace(tmp_path)
+    answer = subprocess.run(
+        [str(tmp_path / "bin" / "python"), "-c", "import sys, connectx_gym; print(sys.prefix)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert answer.stdout.strip() == sys.prefix
 
 
 def test_blocks_are_found_and_few_are_skipped() -> None:
