@@ -17,11 +17,9 @@ Speed: one board is a batch of one, so the fixed cost of each numpy call counts 
 arithmetic. Planes stay channels-last between layers; a 3x3 convolution over many channels runs
 as Winograd's F(2x2, 3x3) (16 products per 2x2 block of outputs instead of 36: half the work of
 the matrix products, which are most of a move's time), any other one as a single im2col product.
-Results agree with a direct convolution to float32 rounding (``ppo``'s logits within 3e-5, none
-of its moves changed on the positions compared), not bit for bit. A batch runs in pieces of at
-most :data:`FORWARD_CHUNK` boards: a larger piece's temporaries (megabytes) come fresh from the
-system at every call, page by page, which took more time than the arithmetic (a batch of 32
-boards: 2 to 3 times as long a board as in pieces of 8).
+Results agree with a direct convolution to float32 rounding, not bit for bit. A batch runs in
+pieces of at most :data:`FORWARD_CHUNK` boards: a larger piece's temporaries come fresh from the
+system at every call, page by page, which costs more than the arithmetic.
 """
 
 from __future__ import annotations
@@ -310,17 +308,14 @@ def _run_residual(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
 MAX_LAYERS = 10_000
 
 
-#: What one layer counts in :attr:`NetworkCost.work` beside its arithmetic: the fixed cost of its
-#: numpy calls, in multiply-adds of about the same time.
+#: A layer's fixed cost (its numpy calls) in :attr:`NetworkCost.work`, as multiply-adds.
 LAYER_COST = 1 << 20
 
 
 class NetworkCost(NamedTuple):
-    """What running a description costs per board, known from the shapes alone: ``shape``, its
-    output (without the batch); ``largest_activation``, the most values one array of a layer
-    holds (its output, or a convolution's matrix of windows); ``work``, the multiply-adds of
-    the convolutions and linear layers plus one per output value and :data:`LAYER_COST` per
-    layer, nested ones included, each as many times as it runs."""
+    """A description's cost per board, from the shapes alone: its output ``shape``; the most
+    values one array of a layer holds (its output or a convolution's windows); the ``work``:
+    multiply-adds, one per output value and :data:`LAYER_COST` per layer, each time it runs."""
 
     shape: tuple[int, ...]
     largest_activation: int
@@ -379,8 +374,7 @@ def output_shape(
 def network_cost(
     layers: Any, shapes: dict[str, Any], shape: tuple[int, ...], landing: bool = False
 ) -> NetworkCost:
-    """:func:`output_shape` with what running ``layers`` costs per board (:class:`NetworkCost`),
-    from the shapes alone: nothing the network would allocate is allocated."""
+    """:func:`output_shape` with the :class:`NetworkCost` of ``layers``; nothing allocated."""
     walk = _Shapes(shapes, landing)
     walk.count(math.prod(shape))
     out = walk.walk(layers, tuple(shape))
