@@ -30,9 +30,10 @@ import numpy as np
 from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import load_weights, save_weights
-from connectx_gym.outputs import write_atomically, write_text_atomically
+from connectx_gym.outputs import write_text_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import EtaLog
+from connectx_train.learning_curves import plot_learning_curves
 from connectx_train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
 from connectx_train.run_setup import describe_device
 from connectx_train.state import RunState
@@ -46,7 +47,6 @@ __all__ = [
     "check_report",
     "finish",
     "markdown_report",
-    "plot_learning_curves",
     "snapshot_step",
     "snapshots_to_average",
     "timing_summary",
@@ -224,7 +224,8 @@ def averaged_weights(last: WeightsFile, snapshots: Sequence[Path]) -> WeightsFil
 
 
 def markdown_report(report: dict[str, Any]) -> str:
-    """The report as markdown: panel table with 95% intervals, run facts, opponent timings."""
+    """The report as markdown: panel table with 95% intervals, run facts, the learning curves
+    (``learning_curves.png`` and TensorBoard's folder), opponent timings."""
     config = report["config"]
     teacher_seed = config.get("teacher_seed")
     seed = f"seed {config['seed']}" + (
@@ -290,6 +291,16 @@ def markdown_report(report: dict[str, Any]) -> str:
                 f"| {name} | {r['positions']} | {r['mistake_rate']:.1%} "
                 f"| {low:.1%}-{high:.1%} | {r['perfect_rate']:.1%} |"
             )
+    tensorboard = Path(config.get("out", "<run folder>")) / "tb"
+    lines += [
+        "",
+        "## Learning curves",
+        "",
+        "![learning curves](learning_curves.png)",
+        "",
+        f"Every logged series (losses, win rates, `eval/*` scores, `eval/mistake_rate_dev`) is in "
+        f"TensorBoard: `tensorboard --logdir {tensorboard}`.",
+    ]
     timing = report["timing"]
     lines += [
         "",
@@ -313,44 +324,6 @@ def markdown_report(report: dict[str, Any]) -> str:
         )
     lines.append("")
     return "\n".join(lines)
-
-
-def plot_learning_curves(report: dict[str, Any], path: Path) -> None:
-    """Panel scores and training win rates against steps, as a PNG (matplotlib, Agg backend)."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    figure, (top, bottom) = plt.subplots(2, 1, figsize=(9, 7), sharex=True)
-    evaluations = report["evaluations"]
-    for spec in report["panel"]:
-        points = [(e["timestep"], e["scores"][spec]) for e in evaluations if spec in e["scores"]]
-        points.append((report["timesteps"], report["panel"][spec]["score"]))
-        top.plot(*zip(*points, strict=True), marker="o", label=spec)
-    top.set_ylabel("panel score")
-    top.set_ylim(-0.02, 1.02)
-    top.legend(fontsize="small")
-    top.grid(alpha=0.3)
-    curve = report["train_curve"]
-    labels = sorted({k for p in curve for k in p} - {"timestep", "stage"})
-    for label in labels:
-        points = [(p["timestep"], p[label]) for p in curve if label in p]
-        bottom.plot(*zip(*points, strict=True), label=label)
-    for stage in report["curriculum"][1:]:
-        for axis in (top, bottom):
-            axis.axvline(stage["timestep"], color="grey", linestyle=":", linewidth=1)
-    bottom.set_ylabel("training win rate")
-    bottom.set_xlabel("steps")
-    bottom.set_ylim(-0.02, 1.02)
-    if labels:
-        bottom.legend(fontsize="small")
-    bottom.grid(alpha=0.3)
-    figure.tight_layout()
-    try:
-        write_atomically(path, lambda temporary: figure.savefig(temporary, dpi=100, format="png"))
-    finally:
-        plt.close(figure)
 
 
 def weights_digest(path: Path) -> str:

@@ -469,6 +469,7 @@ def evaluate(run: Run) -> None:
     rates = perfect_play_rates(weights, "dev")
     if rates is not None:
         entry["mistake_rate"] = rates["overall"]["mistake_rate"]
+        entry["mistake_ci95"] = rates["overall"]["mistake_ci95"]
         model.logger.record("eval/mistake_rate_dev", entry["mistake_rate"])
     state.evaluations.append(entry)
     state.eval_seconds += time.perf_counter() - started

@@ -237,3 +237,23 @@ def test_sigterm_saves_like_ctrl_c(tmp_path: Path) -> None:
     assert state["timesteps"] == interrupted
     assert (out / "checkpoint.zip").is_file()
     assert not list(out.glob("*.tmp*"))
+
+
+def test_the_report_links_learning_curves_with_the_mistake_rate(finished_run: Path) -> None:
+    """The run's figure draws the periodic mistake rate against perfect play (with its 95%
+    interval) beside the panel scores, and report.md shows it and names TensorBoard's folder."""
+    from connectx_train.learning_curves import MISTAKE_LABEL, learning_curves_figure
+
+    report = json.loads((finished_run / "report.json").read_text())
+    assert all(len(e["mistake_ci95"]) == 2 for e in report["evaluations"])
+    figure = learning_curves_figure(report)
+    labels = [axis.get_legend_handles_labels()[1] for axis in figure.axes]
+    assert {"random", "onestep"} <= set(labels[0])
+    assert MISTAKE_LABEL in labels[-1]
+    lines = figure.axes[-1].get_lines()
+    (mistakes,) = [line for line in lines if line.get_label() == MISTAKE_LABEL]
+    assert list(mistakes.get_ydata()) == [e["mistake_rate"] for e in report["evaluations"]]
+    assert (finished_run / "learning_curves.png").read_bytes().startswith(b"\x89PNG")
+    markdown = (finished_run / "report.md").read_text()
+    assert "![learning curves](learning_curves.png)" in markdown
+    assert f"tensorboard --logdir {finished_run / 'tb'}" in markdown
