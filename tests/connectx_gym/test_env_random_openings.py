@@ -139,7 +139,7 @@ def test_batched_env_is_reproducible_and_draws_the_documented_lengths():
     ("size", "plies", "message"),
     [
         ((6, 7, 4), 6, "at most 5 on a 6x7 board with inarow=4"),
-        ((6, 7, 4), -1, "whole number >= 0"),
+        ((6, 7, 4), -1, ">= 0"),
         ((6, 7, 4), True, "whole number"),
         ((6, 7, 4), 2.0, "whole number"),
         ((1, 1, 4), 1, "at most 0"),
