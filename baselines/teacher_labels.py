@@ -342,8 +342,8 @@ def label_chunks(
     try:
         for index, result in chunks:
             results[index] = result
-            if files[index] is not None:
-                _write_chunk(files[index], result)  # cached as soon as each is labelled
+            if (file := files[index]) is not None:
+                _write_chunk(file, result)  # cached as soon as each is labelled
             progress.update(len(results))
     except ChunkLostError as lost:
         kept = f" (kept in {cache}: a run again labels only the rest)" if cache else ""

@@ -17,6 +17,7 @@ import sys
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -94,7 +95,7 @@ def run_train(out: Path, mark: str, *extra: str) -> tuple[subprocess.Popen, Path
     return process, err_path
 
 
-def marked(mark: str) -> list[psutil.Process]:
+def marked(mark: str) -> list[Any]:
     """The live processes whose environment carries ``mark``."""
     found = []
     for process in psutil.process_iter():
@@ -106,7 +107,7 @@ def marked(mark: str) -> list[psutil.Process]:
     return found
 
 
-def labelling_workers(mark: str) -> list[psutil.Process]:
+def labelling_workers(mark: str) -> list[Any]:
     workers = []
     for process in marked(mark):
         try:
