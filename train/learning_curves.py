@@ -33,8 +33,8 @@ def series_colours(names: Iterable[str]) -> dict[str, Any]:
     from matplotlib import colormaps
 
     ordered = sorted(set(names))
-    palette = colormaps["tab10" if len(ordered) <= 10 else "tab20"].colors
-    return {name: palette[index % len(palette)] for index, name in enumerate(ordered)}
+    palette = colormaps["tab10" if len(ordered) <= 10 else "tab20"]
+    return {name: palette(index % palette.N) for index, name in enumerate(ordered)}
 
 
 def learning_curves_figure(report: dict[str, Any]) -> Figure:
@@ -86,6 +86,7 @@ def learning_curves_figure(report: dict[str, Any]) -> Figure:
         if axis.get_legend_handles_labels()[1]:
             axis.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     axes[-1].set_xlabel("steps")
+    axes[-1].set_xlim(left=0)
     axes[-1].xaxis.set_major_formatter(StrMethodFormatter("{x:,.0f}"))
     return figure
 
