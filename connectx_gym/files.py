@@ -165,7 +165,10 @@ def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
     2.1-3.5 against 1.8-2.3. The limit is threadpoolctl's: process-wide while it
     lasts, and the count it found comes back when the block ends.
     """
-    return _blas_controller().limit(limits=1, user_api="blas")
+    limit: contextlib.AbstractContextManager[Any] = _blas_controller().limit(
+        limits=1, user_api="blas"
+    )
+    return limit
 
 
 class NumpyNetPolicy(Policy):
@@ -239,9 +242,11 @@ def _softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     top = logits.max()
     if np.isinf(top):
         chances = (logits == top) if top > 0 else legal
-        return chances / chances.sum()
+        even: np.ndarray = chances / chances.sum()
+        return even
     probabilities = np.exp(logits - top)
-    return probabilities / probabilities.sum()
+    softmax: np.ndarray = probabilities / probabilities.sum()
+    return softmax
 
 
 def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
@@ -270,9 +275,10 @@ def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
         sys.modules.pop(module_name, None)
         raise ValueError(f"running agent file {path} failed: {error!r}") from None
     for name in ("agent", "act"):
-        if callable(getattr(module, name, None)):
-            return getattr(module, name)
-    functions = [
+        named: Callable[..., Any] | None = getattr(module, name, None)
+        if callable(named):
+            return named
+    functions: list[Callable[..., Any]] = [
         value
         for value in vars(module).values()
         if callable(value) and getattr(value, "__module__", None) == module_name

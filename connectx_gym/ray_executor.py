@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from contextlib import closing
 from typing import Any
 
@@ -239,7 +239,7 @@ class RayExecutor:
         what: str,
         sizes: list[int] | None = None,
         error: type[RayWorkerError] = RayGameError,
-    ) -> Iterator[Any]:
+    ) -> Generator[Any, None, None]:
         """The results of ``refs`` in order, with a progress bar; on an error or an interrupt the
         tasks not yet collected are cancelled and the actors killed."""
         ray = self._ray

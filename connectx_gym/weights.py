@@ -131,8 +131,9 @@ class BoardSize(NamedTuple):
     inarow: int
 
 
-def _array_names(layers: list) -> list[str]:
-    """The array names the layers refer to, in order, without repeats."""
+def _array_names(layers: Any) -> list[str]:
+    """The array names the layers refer to, in order, without repeats (none unless ``layers``,
+    read from a file, is a list)."""
     names: list[str] = []
     for layer in layers if isinstance(layers, list) else []:
         if not isinstance(layer, dict):
@@ -334,7 +335,7 @@ def probe_positions(rows: int, columns: int) -> np.ndarray:
 
 def write_weights(weights: WeightsFile, target: Any, compressed: bool = False) -> None:
     """Write ``weights`` as an ``.npz`` to ``target`` (a path or a binary file object)."""
-    arrays = {"__meta__": np.array(json.dumps(weights.meta))}
+    arrays: dict[str, Any] = {"__meta__": np.array(json.dumps(weights.meta))}
     arrays.update(weights.params)
     (np.savez_compressed if compressed else np.savez)(target, **arrays)
 

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 from flask import Flask, jsonify, request
+from flask.json.provider import DefaultJSONProvider
 from werkzeug.exceptions import HTTPException
 
 from connectx_gym.bitboard import Board
@@ -112,7 +113,9 @@ def _plain(value: Any) -> Any:
     return value if isinstance(value, str | int | float | bool) or value is None else str(value)
 
 
-def fallback_scores(board: Board, scores: np.ndarray) -> tuple[list, list]:
+def fallback_scores(
+    board: Board, scores: np.ndarray
+) -> tuple[list[int | None], list[float | None]]:
     """The ``alphabeta`` fallback's scores as ``(exact, estimates)`` per column.
 
     A win or loss alpha-beta proves (``1e6 - s`` for a win made with ``s`` stones on the board)
@@ -168,7 +171,8 @@ def create_app(
     models_dir = None if models is None else Path(models).resolve()
     checked_spec(opponent, models_dir)  # refuse a bad default at start-up, not on first use
     app = Flask(__name__, static_folder=str(STATIC), static_url_path="/static")
-    app.json.sort_keys = False
+    if isinstance(app.json, DefaultJSONProvider):  # Flask's own: answers keep their order
+        app.json.sort_keys = False
     worker = SearchWorker(max_waiting)
     cache = PolicyCache(models=models_dir)
     timeouts = {"move": move_timeout}  # :func:`patient` lengthens it for a while
@@ -244,7 +248,7 @@ def create_app(
         build = make(spec, board)
         seed = read_seed(data)
 
-        def job() -> tuple[int, dict, float]:
+        def job() -> tuple[int, dict[str, Any], float]:
             policy = build()
             start = time.perf_counter()
             column = int(policy.act(board, np.random.default_rng(seed)))
@@ -298,7 +302,7 @@ def create_app(
         budget = read_time_budget(data, analysis_budget, LIMITS["time_budget"])
         build = make(f"solver:time_budget={budget}", board)
 
-        def job() -> tuple[np.ndarray, dict, float]:
+        def job() -> tuple[np.ndarray, dict[str, Any], float]:
             solver = build()
             start = time.perf_counter()
             scores = solver.scores(board)
