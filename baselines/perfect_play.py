@@ -31,7 +31,7 @@ executor=RayExecutor())`` (:mod:`connectx_gym.ray_executor`) gives the same resu
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,18 +83,20 @@ __all__ = [
 ]
 
 
-def judge_moves(scores: np.ndarray, columns: Sequence[int]) -> tuple[np.ndarray, np.ndarray]:
+def judge_moves(
+    scores: np.ndarray, columns: Sequence[int] | np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``(mistake, perfect)`` boolean arrays for playing ``columns[i]`` in position ``i``.
 
     ``scores`` is ``[n, columns]`` exact scores, NaN for illegal columns; an illegal or
     out-of-range column is a mistake and not perfect.
     """
     scores = np.asarray(scores, dtype=np.float64)
-    columns = np.asarray(columns, dtype=np.int64)
+    chosen = np.asarray(columns, dtype=np.int64)
     n, width = scores.shape
-    legal = (columns >= 0) & (columns < width)
+    legal = (chosen >= 0) & (chosen < width)
     played = np.full(n, np.nan)
-    played[legal] = scores[np.arange(n)[legal], columns[legal]]
+    played[legal] = scores[np.arange(n)[legal], chosen[legal]]
     best = np.nanmax(scores, axis=1)
     valid = ~np.isnan(played)
     mistake = ~valid | (np.sign(np.where(valid, played, 0)) < np.sign(best))
@@ -281,9 +283,14 @@ def evaluate_pons_sets(
     """``policy`` on the first ``limit`` positions of each Pons benchmark file of ``directory``
     (:func:`~connectx_baselines.position_sets.pons_files`), judged by the solver as in
     :func:`evaluate_policy`."""
-    limits = {"node_limit": node_limit, "time_limit": time_limit}
     results = {
-        name: evaluate_policy(policy, load_pons(path, limit=limit), seed=seed, **limits)
+        name: evaluate_policy(
+            policy,
+            load_pons(path, limit=limit),
+            seed=seed,
+            node_limit=node_limit,
+            time_limit=time_limit,
+        )
         for name, path in pons_files(directory).items()
     }
     label = next(iter(results.values())).policy
@@ -342,6 +349,7 @@ def evaluate_policy(
         for index, (moves, child) in enumerate(zip(positions.moves, children, strict=True))
     ]
     geometry = positions.geometry
+    answers: Iterator[int | None]
     if executor is None:
         answers = (answer_position(player, geometry, job, label) for job in jobs)
     else:

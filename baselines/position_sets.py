@@ -269,7 +269,7 @@ class PonsPosition:
 def load_pons(path: str | Path, limit: int | None = None) -> list[PonsPosition]:
     """Positions of a Pons benchmark file (lines ``"<1-indexed columns> <score>"``, 6x7 board)."""
     geometry = Geometry(6, 7, 4)
-    positions = []
+    positions: list[PonsPosition] = []
     with open(path, encoding="ascii") as lines:
         for number, line in enumerate(lines, 1):
             if limit is not None and len(positions) >= limit:
