@@ -8,13 +8,21 @@ import os
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar, overload
 
 import numpy as np
 
 from connectx_gym.bitboard import Geometry
 
 T = TypeVar("T")
+
+
+@overload
+def require_seconds(name: str, value: Any, *, optional: Literal[False]) -> float: ...
+
+
+@overload
+def require_seconds(name: str, value: Any, *, optional: bool = True) -> float | None: ...
 
 
 def require_seconds(name: str, value: Any, *, optional: bool = True) -> float | None:
