@@ -20,7 +20,8 @@ weights-only format of :mod:`connectx_gym.weights` (:func:`numpy_layers` the log
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Iterable
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -138,15 +139,18 @@ class ConnectXPolicy(MaskableActorCriticPolicy):
 
     def _build(self, lr_schedule: Any) -> None:
         super()._build(lr_schedule)
+        # this policy's extractor is a ConnectXCNN (_check_policy refuses others on export)
+        extractor = cast(ConnectXCNN, self.features_extractor)
         with torch.no_grad():
-            self.features_extractor.column.weight.mul_(COLUMN_INIT_SCALE)
+            extractor.column.weight.mul_(COLUMN_INIT_SCALE)
         # Convolution weights stored NHWC: oneDNN then runs the small 6x7 convolutions (and
         # their gradients) in channels-last layout, faster on CPU; values, state
         # dicts and the weights-only export are unchanged (loading copies into this layout).
-        self.to(memory_format=torch.channels_last)
+        # torch's hints of Module.to leave out its memory_format keyword
+        self.to(memory_format=torch.channels_last)  # type: ignore[call-overload]
 
     def _get_action_dist_from_latent(self, latent_pi: torch.Tensor) -> MaskableDistribution:
-        columns = int(self.action_space.n)
+        columns = int(cast(gym.spaces.Discrete, self.action_space).n)
         logits = self.action_net(latent_pi) + latent_pi[:, :columns]
         return self.action_dist.proba_distribution(action_logits=logits)
 
@@ -163,7 +167,9 @@ def _layer(op: str, **fields: Any) -> dict[str, Any]:
     return {"op": op, **fields}
 
 
-def _conv(module: nn.Conv2d, name: str, params: dict[str, np.ndarray]) -> dict[str, Any]:
+def _conv(module: nn.Module, name: str, params: dict[str, np.ndarray]) -> dict[str, Any]:
+    if not isinstance(module, nn.Conv2d) or module.bias is None:
+        raise ValueError(f"cannot export {module!r}: only convolutions with a bias")
     if module.stride != (1, 1) or module.padding != (module.kernel_size[0] // 2,) * 2:
         raise ValueError(f"cannot export {module!r}: only stride 1, 'same' padding")
     params[f"{name}.weight"] = _array(module.weight)
@@ -172,8 +178,10 @@ def _conv(module: nn.Conv2d, name: str, params: dict[str, np.ndarray]) -> dict[s
 
 
 def _linear(
-    module: nn.Linear, name: str, params: dict[str, np.ndarray], op: str = "linear"
-) -> dict:
+    module: nn.Module, name: str, params: dict[str, np.ndarray], op: str = "linear"
+) -> dict[str, Any]:
+    if not isinstance(module, nn.Linear) or module.bias is None:
+        raise ValueError(f"cannot export {module!r}: only linear layers with a bias")
     params[f"{name}.weight"] = _array(module.weight)
     params[f"{name}.bias"] = _array(module.bias)
     return _layer(op, weight=f"{name}.weight", bias=f"{name}.bias")
@@ -188,7 +196,8 @@ def _trunk(extractor: ConnectXCNN, prefix: str, params: dict[str, np.ndarray]) -
     from ``prefix``)."""
     layers = [_layer("input_planes"), _conv(extractor.stem, f"{prefix}stem", params)]
     layers.append(_layer("relu"))
-    for index, block in enumerate(extractor.blocks):
+    # an nn.ModuleList's items are Modules to the type checker; these are the extractor's blocks
+    for index, block in enumerate(cast("Iterable[ResidualBlock]", extractor.blocks)):
         body = [
             _conv(block.conv1, f"{prefix}block{index}.conv1", params),
             _layer("relu"),
@@ -205,20 +214,22 @@ def _trunk(extractor: ConnectXCNN, prefix: str, params: dict[str, np.ndarray]) -
     return layers
 
 
-def _check_policy(policy: nn.Module) -> None:
+def _check_policy(policy: nn.Module) -> tuple[ConnectXPolicy, ConnectXCNN]:
+    """``policy`` and its features extractor, checked to be what the export reads."""
     extractor = getattr(policy, "pi_features_extractor", None)
     if not isinstance(policy, ConnectXPolicy) or not isinstance(extractor, ConnectXCNN):
         raise ValueError("only ConnectXPolicy models export to the weights-only format")
+    return policy, extractor
 
 
 def numpy_layers(policy: nn.Module) -> tuple[list[dict[str, Any]], dict[str, np.ndarray]]:
     """The weights-only description (layers, arrays) of a :class:`ConnectXPolicy`'s logits: its
     features extractor's trunk, then the action layer."""
-    _check_policy(policy)
+    policy, extractor = _check_policy(policy)
     if any(isinstance(m, nn.Linear) for m in policy.mlp_extractor.policy_net.modules()):
         raise ValueError("the policy network must be empty (net_arch pi=[])")
     params: dict[str, np.ndarray] = {}
-    layers = _trunk(policy.pi_features_extractor, "", params)
+    layers = _trunk(extractor, "", params)
     layers.append(_linear(policy.action_net, "action", params, op="linear_plus_prefix"))
     return layers, params
 
@@ -228,10 +239,10 @@ def numpy_value_head(policy: nn.Module, params: dict[str, np.ndarray]) -> ValueH
     ``params``), what ``policy.predict_values`` computes: the critic's layers and output on the
     trunk of :func:`numpy_layers` (all its layers but the action layer), or, when the critic
     has a features extractor of its own, on the planes through that extractor's trunk."""
-    _check_policy(policy)
+    policy, extractor = _check_policy(policy)
     layers: list[dict[str, Any]] = []
     if policy.share_features_extractor:
-        after = len(_trunk(policy.pi_features_extractor, "", {}))
+        after = len(_trunk(extractor, "", {}))
     else:
         after = 0
         if not isinstance(policy.vf_features_extractor, ConnectXCNN):

@@ -21,7 +21,7 @@ import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -98,11 +98,11 @@ class TimedBatchPolicy(TimedPolicy):
         return columns
 
 
-class OpponentSlot(gym.Wrapper):
+class OpponentSlot(gym.Wrapper[np.ndarray, np.int64, np.ndarray, np.int64]):
     """Lets the trainer queue the opponent of the next episode, labels finished episodes with
     ``info["opponent"]`` and times the opponent (see :meth:`timing`)."""
 
-    def __init__(self, env: gym.Env, label: str = "random") -> None:
+    def __init__(self, env: gym.Env[np.ndarray, np.int64], label: str = "random") -> None:
         super().__init__(env)
         self.label = label
         self._pending: tuple[str, Any] | None = (label, label)
@@ -130,11 +130,12 @@ class OpponentSlot(gym.Wrapper):
         if terminated or truncated:
             info["opponent"] = self.label
         self._env_seconds += time.perf_counter() - started
-        return observation, reward, terminated, truncated, info
+        return observation, float(reward), terminated, truncated, info
 
     def action_masks(self) -> np.ndarray:
         """The legal columns (for MaskablePPO)."""
-        return self.env.unwrapped.action_masks()
+        # the env under the wrappers is the ConnectX env (make_vec_env)
+        return cast(ConnectXEnv, self.env.unwrapped).action_masks()
 
     def timing(self) -> dict[str, Any]:
         """Seconds spent in the env (opponent included) and, per opponent label, the opponent's

@@ -117,7 +117,10 @@ def weights_from_sb3(path: str | Path) -> WeightsFile:
     except Exception as error:
         reason = f"{type(error).__name__}: {load_error_reason(error)}"
         raise ValueError(f"{path} is not a loadable MaskablePPO model ({reason})") from None
-    _, rows, columns = model.observation_space.shape
+    shape = model.observation_space.shape or ()
+    if len(shape) != 3:
+        raise ValueError(f"{path}: its observations are not (planes, rows, columns), got {shape}")
+    _, rows, columns = shape
     rows_columns_inarow = getattr(model, GEOMETRY_ATTRIBUTE, None) or (rows, columns, 4)
     try:
         return numpy_weights(model.policy, Geometry(*rows_columns_inarow))
@@ -171,7 +174,7 @@ def without_gym() -> Iterator[None]:
     if "gym" in sys.modules:
         yield
         return
-    sys.modules["gym"] = None  # type: ignore[assignment] - "import gym" raises ImportError
+    sys.modules["gym"] = None  # type: ignore[assignment]  # then "import gym" raises ImportError
     try:
         yield
     finally:

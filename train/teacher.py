@@ -30,8 +30,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
+import gymnasium as gym
 import numpy as np
 import torch
 
@@ -42,6 +43,9 @@ from connectx_train.budget import EtaLog, TimeLimitReachedError
 from connectx_train.config import TrainConfig
 from connectx_train.sb3_files import load_error_reason, write_torch_atomically
 from connectx_train.teacher_books import parse_teacher_books
+
+if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 
 __all__ = [
     "TEACHER_FILE",
@@ -126,17 +130,19 @@ def teacher_tensors(teacher: TeacherSet) -> TeacherTensors:
     )
 
 
-def policy_outputs(policy: torch.nn.Module, observations: torch.Tensor) -> tuple[torch.Tensor, ...]:
+def policy_outputs(
+    policy: MaskableActorCriticPolicy, observations: torch.Tensor
+) -> tuple[torch.Tensor, ...]:
     """Logits (not masked) and values of a :class:`connectx_train.networks.ConnectXPolicy`."""
     features = policy.extract_features(observations, policy.pi_features_extractor)
     latent_pi, latent_vf = policy.mlp_extractor(features)
-    columns = int(policy.action_space.n)
+    columns = int(cast(gym.spaces.Discrete, policy.action_space).n)
     logits = policy.action_net(latent_pi) + latent_pi[:, :columns]
     return logits, policy.value_net(latent_vf).squeeze(1)
 
 
 def batch_losses(
-    policy: torch.nn.Module, data: TeacherTensors, index: torch.Tensor, mirror: bool
+    policy: MaskableActorCriticPolicy, data: TeacherTensors, index: torch.Tensor, mirror: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """(actor loss, critic loss) of the positions ``index`` of ``data``, mirrored if asked
     (``index`` may be on the CPU while ``data`` is on a GPU)."""
@@ -152,7 +158,7 @@ def batch_losses(
 
 
 def pretrain_policy(
-    policy: torch.nn.Module,
+    policy: MaskableActorCriticPolicy,
     data: TeacherTensors,
     *,
     epochs: int,
@@ -230,12 +236,11 @@ def pretrain_policy(
             if stop():
                 policy.set_training_mode(False)
                 raise TimeLimitReachedError(f"teaching stopped in pass {epoch + 1}/{epochs}")
-            eta.update(
-                epoch * per_pass + batches,
-                lambda left, e=epoch, b=batches: (
-                    f"teacher pass {e + 1}/{epochs}: {b}/{per_pass} batches, {left}"
-                ),
-            )
+
+            def pass_line(left: str, e: int = epoch, b: int = batches) -> str:
+                return f"teacher pass {e + 1}/{epochs}: {b}/{per_pass} batches, {left}"
+
+            eta.update(epoch * per_pass + batches, pass_line)
             index = order[start : start + batch_size]
             actor, critic = batch_losses(policy, on_device, index, bool(flips[batches]))
             optimizer.zero_grad()
@@ -268,7 +273,7 @@ def pretrain_policy(
 
 
 def seconds_per_batch(
-    policy: torch.nn.Module, data: TeacherTensors, batch_size: int, batches: int = 3
+    policy: MaskableActorCriticPolicy, data: TeacherTensors, batch_size: int, batches: int = 3
 ) -> float:
     """Wall seconds of one supervised batch of ``policy`` on ``data``: the mean of ``batches``
     timed after a first, untimed one, made on a copy (``policy`` and every random stream are

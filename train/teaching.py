@@ -54,6 +54,8 @@ from connectx_train.teacher import (
 )
 
 if TYPE_CHECKING:
+    from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
+
     from connectx_train.run_setup import RunSetup
 
 __all__ = [
@@ -130,7 +132,7 @@ def labelling_note(config: TrainConfig, out: Path, fraction: float) -> str | Non
 def teaching_plan(
     config: TrainConfig,
     out: Path,
-    policy: torch.nn.Module,
+    policy: MaskableActorCriticPolicy,
     data: TeacherTensors,
     batch_size: int,
     budget: Budget,
@@ -202,7 +204,7 @@ def _read_plan(path: Path, key: str) -> TeachingPlan | None:
 
 def teach(
     setup: RunSetup,
-    policy: torch.nn.Module,
+    policy: MaskableActorCriticPolicy,
     teacher: TeacherTensors,
     labelling_seconds: float,
     log: Callable[[str], None],

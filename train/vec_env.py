@@ -142,8 +142,8 @@ class ConnectXVecEnv(VecEnv):
     def _action_masks_of(self, boards: list[int]) -> list[Any]:
         return list(self.env.action_masks()[boards])
 
-    def _set_opponent_of(self, boards: list[int], *args: Any, **kwargs: Any) -> list[None]:
-        self.env.set_opponent(*args, boards=boards, **kwargs)
+    def _set_opponent_of(self, boards: list[int], opponent: Any) -> list[None]:
+        self.env.set_opponent(opponent, boards=boards)
         return [None] * len(boards)
 
     def env_is_wrapped(
