@@ -6,9 +6,10 @@ receives; the run also holds its output folder's lock (:func:`run_lock`) and its
 
 ``--precision auto`` takes bfloat16 only where it is native:
 
-- on a CPU with bfloat16 instructions, AVX512-BF16 or AMX (``torch.cpu._is_avx512_bf16_supported``,
-  ``torch.cpu._is_amx_tile_supported``). oneDNN's own check (``_is_mkldnn_bf16_supported``) also
-  answers yes on plain AVX-512, where bfloat16 is emulated and slower than float32;
+- on a CPU with bfloat16 instructions, AVX512-BF16 or AMX (``torch.cpu.get_capabilities()``; on
+  a torch without it, ``torch.cpu._is_avx512_bf16_supported`` and ``_is_amx_tile_supported``).
+  oneDNN's own check (``_is_mkldnn_bf16_supported``) also answers yes on plain AVX-512, where
+  bfloat16 is emulated and slower than float32;
 - never on a GPU: the network is small, so the GPU waits on kernel launches rather than on
   arithmetic, and autocast adds a cast before every convolution and matrix product. Float32 also
   keeps the GPU's updates closest to the CPU's and to the float32 export. ``--precision bf16``
@@ -132,7 +133,11 @@ def resolve_setup(config: TrainConfig) -> RunSetup:
 
 def bf16_native() -> bool:
     """Whether this CPU has bfloat16 instructions: AVX512-BF16 or AMX."""
-    try:
+    get_capabilities = getattr(torch.cpu, "get_capabilities", None)
+    if get_capabilities is not None:
+        capabilities = get_capabilities()
+        return bool(capabilities.get("avx512_bf16") or capabilities.get("amx_tile"))
+    try:  # a torch without get_capabilities: its private checks
         return bool(torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported())
     except AttributeError:  # a torch without these checks
         return False

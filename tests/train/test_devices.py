@@ -9,6 +9,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from types import MappingProxyType
 
 import pytest
 
@@ -28,12 +29,53 @@ from tests.train.test_train_resume import arrays, quiet, tiny
 ROOT = Path(__file__).resolve().parents[2]
 
 
+#: The architectures whose bfloat16 instructions run_setup.bf16_native reads.
+X86 = ("x86_64", "x86", "AMD64")
+
+
 def cpu_flags(monkeypatch: pytest.MonkeyPatch, avx512_bf16: bool, amx: bool) -> None:
-    """This CPU, as torch describes it, made to have (or lack) bfloat16 instructions; oneDNN's
-    own check says yes throughout, as it does on plain AVX-512 (it must not decide)."""
+    """This CPU, as torch describes it (its capabilities, and the private checks of a torch
+    without them), made to have (or lack) bfloat16 instructions; oneDNN's own check says yes
+    throughout, as it does on plain AVX-512 (it must not decide)."""
+    capabilities = MappingProxyType(
+        {"architecture": "x86_64", "avx512_bf16": avx512_bf16, "amx_tile": amx, "amx_bf16": amx}
+    )
+    monkeypatch.setattr(torch.cpu, "get_capabilities", lambda: capabilities, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16, raising=False)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx, raising=False)
+    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+
+
+@pytest.mark.parametrize(("avx512_bf16", "amx"), [(False, False), (True, False), (False, True)])
+def test_a_torch_without_get_capabilities_asks_its_private_checks(
+    monkeypatch: pytest.MonkeyPatch, avx512_bf16: bool, amx: bool
+) -> None:
+    cpu_flags(monkeypatch, not avx512_bf16, not amx)  # capabilities that would say otherwise
+    monkeypatch.delattr(torch.cpu, "get_capabilities")
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: avx512_bf16)
     monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: amx)
-    monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda: True, raising=False)
+    assert run_setup.bf16_native() is (avx512_bf16 or amx)
+    monkeypatch.delattr(torch.cpu, "_is_avx512_bf16_supported")  # and without those: no bf16
+    assert run_setup.bf16_native() is False
+
+
+def test_this_torch_tells_whether_the_cpu_has_bf16() -> None:
+    """The installed torch offers the public capabilities, with the keys bf16_native reads, or
+    the private checks it falls back on: a torch that drops both fails here rather than making
+    every CPU one without bfloat16."""
+    private = [
+        getattr(torch.cpu, name, None)
+        for name in ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    ]
+    if not hasattr(torch.cpu, "get_capabilities"):
+        assert all(private), "torch.cpu has neither get_capabilities nor its private bf16 checks"
+        return
+    capabilities = torch.cpu.get_capabilities()
+    if capabilities.get("architecture") not in X86:
+        pytest.skip(f"not an x86 CPU ({capabilities.get('architecture')})")
+    assert {"avx512_bf16", "amx_tile"} <= set(capabilities)
+    if all(private):  # both ways agree on this machine
+        assert run_setup.bf16_native() is bool(private[0]() or private[1]())
 
 
 @pytest.mark.parametrize(("avx512_bf16", "amx"), [(True, False), (False, True), (True, True)])
