@@ -106,7 +106,11 @@ def finish(
         for spec in config.panel:  # one at a time, as evaluate_panel plays them: the same games
             results |= evaluate_panel(weights, (spec,), config.final_games, config.seed + 2)
             played = f"final panel: {len(results)}/{len(config.panel)} opponents"
-            progress.update(len(results), lambda left, played=played: f"{played}, {left}")
+
+            def panel_line(left: str, played: str = played) -> str:
+                return f"{played}, {left}"
+
+            progress.update(len(results), panel_line)
             check_stop()
         panel = {
             "games": config.final_games,

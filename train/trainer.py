@@ -312,12 +312,15 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
         remaining, steps, not config.resume, tb_log_name="ppo", progress_bar=bar
     )
     callback.on_training_start({"total_timesteps": total}, {})
+    env = model.get_env()
+    if env is None:  # the model is always made or loaded with the run's envs
+        raise ValueError("the PPO model has no environments to collect rollouts from")
     iteration = 0
     while model.num_timesteps < total:
         draw_opponents(run)
         started = time.perf_counter()
         collected = model.collect_rollouts(
-            model.env, callback, model.rollout_buffer, model.n_steps, use_masking=True
+            env, callback, model.rollout_buffer, model.n_steps, use_masking=True
         )
         run.timing["rollout_seconds"] += time.perf_counter() - started
         if not collected:  # the deadline, or a stop signal, mid-rollout
