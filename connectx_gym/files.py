@@ -157,13 +157,12 @@ def _blas_controller() -> ThreadpoolController:
 
 
 def one_blas_thread() -> contextlib.AbstractContextManager[Any]:
-    """A block in which BLAS uses one thread (about 17 microseconds to enter and leave).
+    """A block in which BLAS uses one thread (cheap to enter and leave).
 
     One board's matrix products are too small for a second thread to pay, and when the cores
-    are busy it waits for one: with one busy process beside it on the 2-core machine, ``ppo``
-    took 9-12 ms per move with numpy's default two BLAS threads against 2.0 with one; quiet,
-    2.1-3.5 against 1.8-2.3. The limit is threadpoolctl's: process-wide while it
-    lasts, and the count it found comes back when the block ends.
+    are busy a second thread waits for one, which makes a move several times slower. The limit
+    is threadpoolctl's: process-wide while it lasts, and the count it found comes back when the
+    block ends.
     """
     limit: contextlib.AbstractContextManager[Any] = _blas_controller().limit(
         limits=1, user_api="blas"

@@ -89,7 +89,8 @@ def test_a_critic_with_its_own_features_extractor_exports_with_its_own_trunk() -
     policy = networks.ConnectXPolicy(observations, spaces.Discrete(6), lambda _: 1e-3, **kwargs)
     spread_critic(policy, seed=1)
     weights = networks.numpy_weights(policy, geometry)
-    assert weights.value is not None and weights.value.after == 0
+    assert weights.value is not None
+    assert weights.value.after == 0
     planes = random_boards(geometry, 20, seed=2)
     np.testing.assert_allclose(weights.values(planes), torch_values(policy, planes), atol=1e-4)
 
