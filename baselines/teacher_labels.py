@@ -338,7 +338,9 @@ def label_chunks(
     todo = [index for index in range(len(args)) if index not in results]
     progress = _Progress(log, len(todo), len(args) - len(todo), len(args))
     jobs = {index: args[index] for index in todo}
-    chunks = run_chunks_on_ray(jobs, ray, stop) if ray else run_chunks(jobs, workers, stop)
+    chunks = (
+        run_chunks_on_ray(label_chunk, jobs, ray, stop) if ray else run_chunks(jobs, workers, stop)
+    )
     try:
         for index, result in chunks:
             results[index] = result

@@ -81,6 +81,7 @@ def ray_session(address: str) -> Iterator[Any]:
 
 
 def run_chunks_on_ray(
+    label: Callable[..., ChunkResult],
     jobs: dict[int, tuple[Any, ...]],
     address: str,
     stop: Callable[[], bool] = lambda: False,
@@ -88,7 +89,8 @@ def run_chunks_on_ray(
     retries: int | None = None,
     no_cpu_seconds: float | None = None,
 ) -> Generator[tuple[int, ChunkResult], None, None]:
-    """``(index, label_chunk(*job))`` for each of ``jobs``, as each is done, labelled by Ray
+    """``(index, label(*job))`` for each of ``jobs`` (``label`` is
+    :func:`~connectx_baselines.teacher_labels.label_chunk`), as each is done, labelled by Ray
     tasks on the cluster at ``address`` (see :func:`ray_session`). Once ``stop()`` is true the
     tasks in flight are cancelled and the iteration ends; a chunk that cannot be labelled raises
     :class:`ChunkLostError` (see the module docstring). ``retries`` and ``no_cpu_seconds`` default
@@ -98,19 +100,18 @@ def run_chunks_on_ray(
     with ray_session(address) as ray:
         retries = RETRIES if retries is None else retries
         no_cpu = NO_CPU_SECONDS if no_cpu_seconds is None else no_cpu_seconds
-        yield from _labelled(ray, jobs, stop, retries, no_cpu)
+        yield from _labelled(ray, label, jobs, stop, retries, no_cpu)
 
 
 def _labelled(
     ray: Any,
+    label: Callable[..., ChunkResult],
     jobs: dict[int, tuple[Any, ...]],
     stop: Callable[[], bool],
     retries: int,
     no_cpu_seconds: float,
 ) -> Generator[tuple[int, ChunkResult], None, None]:
-    from connectx_baselines.teacher_labels import label_chunk  # which imports this module
-
-    task = ray.remote(label_chunk).options(num_cpus=1, max_retries=retries)
+    task = ray.remote(label).options(num_cpus=1, max_retries=retries)
     running: dict[Any, int] = {}
     try:
         shared: dict[int, Any] = {}  # each excluded set once in the object store, not per task

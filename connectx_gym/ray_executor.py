@@ -172,6 +172,8 @@ class RayExecutor:
             try:
                 if address is None:
                     ray.init(
+                        # a new instance, never whatever cluster Ray's temp folder names
+                        address="local",
                         num_cpus=num_cpus or os.cpu_count(),
                         include_dashboard=False,
                         log_to_driver=False,
