@@ -60,15 +60,15 @@ __all__ = [
 
 _NO_WEIGHTS = np.zeros(1)
 #: Rough nanoseconds of one-thread search per ``columns ** depth`` of a board (onestep: depth 1),
-#: by search (measured on a 2-core AMD EPYC, minimax depth 3 and 4, negamax depth 4): the
-#: estimate that decides whether a batch may be spread over threads.
+#: by search: the estimate that decides whether a batch may be spread over threads (an order of
+#: magnitude is all it needs).
 NANOSECONDS_PER_NODE = {SEARCH_ONESTEP: 150.0, SEARCH_MINIMAX: 150.0, SEARCH_NEGAMAX: 2.0}
 _thread_choice = ThreadChoice()
 #: Rows of the transposition table of each part of an ``alphabeta`` batch, emptied before each
 #: board (not a power of two: keys are ``current + mask + 1``).
 ALPHABETA_TABLE_SIZE = (1 << 13) + 3
-#: Rough one-thread nanoseconds of an ``alphabeta`` board, for the thread choice (depth 8 on the
-#: 6x7 board: about a millisecond on a 2-core AMD EPYC).
+#: Rough one-thread nanoseconds of an ``alphabeta`` board at depth 8 on the 6x7 board, for the
+#: thread choice.
 ALPHABETA_NANOSECONDS = 1_000_000.0
 #: Batches of ``alphabeta`` that recently took longer (per board, times the boards) run where
 #: Ctrl-C can stop them (:func:`alphabeta_batch_scores`).
