@@ -60,4 +60,27 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             "eval_every": 250_000,
         },
     ),
+    "selfplay": (
+        "PPO from scratch with no exact solver anywhere in what the run learns from or decides: "
+        "no teacher positions, books or replay, against the default search curriculum and, in "
+        "half of its games, its own snapshots; bounded to two hours. Its mistake rates (the dev "
+        "split during the run, the test split in the report) read labels shipped in "
+        "connectx_baselines' data and only measure "
+        "(docs/experiments/selfplay.md)",
+        {
+            "out": "runs/selfplay",
+            "timesteps": 8_000_000,
+            "max_minutes": 120.0,
+            "teacher_positions": 0,
+            "teacher_book": "none",
+            "teacher_replay": 0,
+            # half of the games against the agent's own snapshots (the default plays a quarter),
+            # drawn from the last ten, one per 100,000 steps
+            "selfplay_weight": 0.5,
+            "snapshot_every": 100_000,
+            "pool_size": 10,
+            "checkpoint_every": 200_000,
+            "eval_every": 400_000,
+        },
+    ),
 }
