@@ -5,7 +5,8 @@ listed in :data:`connectx_gym.cli.COMMANDS`, the other layers' come through entr
 (:mod:`connectx_gym.plugins`). The options several commands take are declared once here:
 :func:`add_result_options` (``--seed``, ``--ray``, ``--json``: every command that plays games or
 answers positions, ``accuracy`` among them) and :func:`add_match_options` (those, and ``--games``,
-``--openings``, ``--save-games`` and the board: ``evaluate`` and ``tournament``). The argument
+``--openings``, ``--save-games`` and the board: ``evaluate`` and ``tournament``). :func:`add_png`
+and :func:`check_png` declare and check ``--png`` (``tournament`` and ``accuracy``). The argument
 types here reject bad values with a one-line argparse error, so no number reaches the code outside
 its range.
 """
@@ -23,11 +24,13 @@ __all__ = [
     "CommandError",
     "add_board",
     "add_match_options",
+    "add_png",
     "add_ray",
     "add_result_options",
     "add_seed",
     "bounded_int",
     "check_board",
+    "check_png",
     "open_executor",
     "positive_float",
     "positive_int",
@@ -115,6 +118,32 @@ def add_match_options(parser: argparse.ArgumentParser, games: str, seed: str = "
     )
     add_result_options(parser, ray="play the games", seed=seed)
     add_board(parser)
+
+
+def add_png(parser: argparse.ArgumentParser, what: str) -> None:
+    """``--png FILE``: also draw the result (help: ``what``) with matplotlib (:func:`check_png`)."""
+    parser.add_argument(
+        "--png",
+        default=None,
+        metavar="FILE",
+        help=f"also write {what} as a PNG to FILE (needs matplotlib, in the train extra)",
+    )
+
+
+def check_png(args: argparse.Namespace) -> None:
+    """Before any work: ``--png``'s file can be written and matplotlib imports (else one line
+    naming the extra to install)."""
+    if args.png is None:
+        return
+    from connectx_gym.outputs import check_output_path
+
+    check_output_path(args.png)
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        raise CommandError(
+            '--png needs matplotlib: pip install "connectx-gym[train]" (or pip install matplotlib)'
+        ) from None
 
 
 def add_ray(parser: argparse.ArgumentParser, what: str = "play the games") -> None:

@@ -10,8 +10,10 @@ from typing import Any
 from connectx_gym.commands import (
     CommandError,
     add_match_options,
+    add_png,
     bounded_int,
     check_board,
+    check_png,
     open_executor,
 )
 
@@ -27,23 +29,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--bootstrap", type=bounded_int(0, 100_000), default=1000, help="bootstrap resamples"
     )
-    parser.add_argument(
-        "--png",
-        default=None,
-        metavar="FILE",
-        help="also write the ratings and score matrix as a PNG to FILE (default: no picture)",
-    )
+    add_png(parser, "the ratings and the heat map of pairwise scores")
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectx_gym.outputs import check_output_path
     from connectx_gym.tournament import run_tournament
 
     check_board(args)
     if len(args.players) < 2:
         raise CommandError("a tournament needs at least two players")
-    if args.png:
-        check_output_path(args.png)  # before the games: a path that cannot be written fails now
+    check_png(args)  # before the games: a path that cannot be written, or no matplotlib, fails now
 
     def progress(done: int, total: int, match: Any) -> None:
         if not args.json:
@@ -65,10 +60,5 @@ def run(args: argparse.Namespace) -> int:
         )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     if args.png:
-        try:
-            path = result.plot(args.png)
-        except ImportError:
-            print("connectx: matplotlib is not installed: no PNG written", file=sys.stderr)
-        else:
-            print(f"plot: {path}", file=sys.stderr)
+        print(f"plot: {result.plot(args.png)}", file=sys.stderr)
     return 0

@@ -403,4 +403,20 @@ def test_tournament_writes_a_picture_only_when_asked(
     )
     assert code == 0, err
     assert [p.name for p in tmp_path.iterdir()] == ["ratings.png"]
-    assert (tmp_path / "ratings.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    png = (tmp_path / "ratings.png").read_bytes()
+    assert png[:8] == b"\x89PNG\r\n\x1a\n"
+    assert len(png) > 10_000  # two plots and a key, not an empty canvas
+
+
+def test_tournament_png_without_matplotlib_names_the_extra_before_playing(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # import matplotlib raises ImportError
+    png = tmp_path / "ratings.png"
+    code, out, err = run(capsys, "tournament", "random", "onestep", "--png", str(png))
+    assert code != 0
+    assert out == ""  # no game was played
+    assert len(err.strip().splitlines()) == 1
+    assert "matplotlib" in err
+    assert "connectx-gym[train]" in err
+    assert not png.exists()
