@@ -31,6 +31,13 @@ positions cost the solver little and a run's own labelling holds many, but from 
 players only (:data:`connectx_baselines.teacher_labels.PLAYERS`), never a trained network's against
 search.
 
+The **random book** (:data:`RANDOM_BOOK`, ``baselines/data/teacher_book_random.npz``, added by
+``--teacher-book random:COPIES``) takes positions of 12 stones or more from games of uniformly
+random legal moves: the positions no player of the other books reaches (unplayed wins, unblocked
+threats), where a network taught on games only makes twice its mistakes. None of them is in
+either evaluation set (the game split ``positions.npz`` and the random split
+``positions_random.npz``).
+
 This module holds what the books are and reads them; ``tools/teacher_book.py`` makes them. A
 book grows chunk by chunk: ``python -m tools.teacher_book --chunks N [--book NAME]`` labels the
 next ``N`` chunks of :data:`BOOK_CHUNK` positions (chunk ``k`` of a book is seeded by
@@ -60,6 +67,8 @@ __all__ = [
     "EARLY_BOOK_PLAYERS",
     "MIDDLE_BOOK",
     "MIDDLE_BOOK_FILE",
+    "RANDOM_BOOK",
+    "RANDOM_BOOK_FILE",
     "Book",
     "load_book",
 ]
@@ -111,6 +120,23 @@ MIDDLE_BOOK_FILE = Path(__file__).parent / "data" / "teacher_book_middle.npz"
 #: how the middle book's positions are chosen: the early book's games, later positions
 MIDDLE_BOOK = dataclasses.replace(EARLY_BOOK, min_ply=21, max_ply=28)
 
+#: the shipped random book
+RANDOM_BOOK_FILE = Path(__file__).parent / "data" / "teacher_book_random.npz"
+#: how the random book's positions are chosen: games of uniformly random legal moves, positions
+#: of 12 stones or more (earlier ones cost the solver seconds each), half of them kept
+RANDOM_BOOK = dataclasses.replace(
+    BOOK,
+    min_ply=12,
+    max_ply=None,
+    keep=0.5,
+    node_limit=3_000_000,
+    players=("random",),
+    opening_plies=0,
+    table_bits=22,
+)
+#: positions per chunk of the random book (a few seconds of one core)
+RANDOM_BOOK_CHUNK = 500
+
 
 @dataclass(frozen=True)
 class Book:
@@ -127,6 +153,7 @@ BOOKS: dict[str, Book] = {
     "opening": Book(BOOK_FILE, BOOK, BOOK_SEED),
     "early": Book(EARLY_BOOK_FILE, EARLY_BOOK, BOOK_SEED + 1),
     "middle": Book(MIDDLE_BOOK_FILE, MIDDLE_BOOK, BOOK_SEED + 2),
+    "random": Book(RANDOM_BOOK_FILE, RANDOM_BOOK, BOOK_SEED + 3, RANDOM_BOOK_CHUNK),
 }
 
 

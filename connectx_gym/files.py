@@ -288,7 +288,11 @@ def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
 
 
 #: Weights shipped with the package, by policy name (6x7, four in a row).
-SHIPPED_WEIGHTS: dict[str, Path] = {"ppo": Path(__file__).parent / "data" / "ppo.npz"}
+SHIPPED_WEIGHTS: dict[str, Path] = {
+    "ppo": Path(__file__).parent / "data" / "ppo.npz",
+    # the network shipped as "ppo" before the current one (connectx_gym/data/README.md)
+    "ppo-v1": Path(__file__).parent / "data" / "ppo_v1.npz",
+}
 
 
 def shipped_weights(name: str) -> Path:
@@ -302,12 +306,23 @@ def shipped_weights(name: str) -> Path:
     return path
 
 
-def load_ppo(deterministic: bool = True) -> Policy:
-    """The ``"ppo"`` policy: the shipped network of ``connectx train --preset strong`` (6x7,
-    numpy only, no search; ``deterministic=False`` samples from its softmax)."""
-    policy = load_policy_file(str(shipped_weights("ppo")), deterministic=deterministic)
-    policy.name = "ppo"
+def load_shipped(name: str, deterministic: bool = True) -> Policy:
+    """The shipped network ``name`` (a key of :data:`SHIPPED_WEIGHTS`; 6x7, numpy only, no
+    search; ``deterministic=False`` samples from its softmax)."""
+    policy = load_policy_file(str(shipped_weights(name)), deterministic=deterministic)
+    policy.name = name
     return policy
+
+
+def load_ppo(deterministic: bool = True) -> Policy:
+    """The ``"ppo"`` policy: the shipped network of ``connectx train --preset strong``."""
+    return load_shipped("ppo", deterministic)
+
+
+def load_ppo_v1(deterministic: bool = True) -> Policy:
+    """The ``"ppo-v1"`` policy: the network shipped as ``ppo`` before it, made by ``connectx
+    train --preset strong-v1``."""
+    return load_shipped("ppo-v1", deterministic)
 
 
 def load_policy_file(path: str, deterministic: bool = True) -> Policy:

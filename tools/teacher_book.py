@@ -6,6 +6,7 @@ Run from the repository root::
 
     python -m tools.teacher_book --chunks 1000 --workers 2 --minutes 55
     python -m tools.teacher_book --book early --chunks 5000 --workers 2 --minutes 40
+    python -m tools.teacher_book --book random --chunks 120 --workers 2
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ from typing import Any
 import numpy as np
 
 from connectx_baselines.game_positions import canonical_keys
+from connectx_baselines.position_sets import RANDOM_POSITIONS, load_positions
 from connectx_baselines.teacher_book import BOOK, BOOK_CHUNK, BOOK_SEED, BOOKS
+from connectx_baselines.teacher_cache import pad_moves
 from connectx_baselines.teacher_labels import (
     ChunkSettings,
     TeacherSet,
@@ -30,7 +33,7 @@ from connectx_baselines.teacher_labels import (
 )
 from connectx_gym.bitboard import Geometry
 
-__all__ = ["extend_book", "main"]
+__all__ = ["extend_book", "main", "random_split_keys"]
 
 
 def _settings_meta(settings: ChunkSettings) -> dict[str, Any]:
@@ -38,6 +41,17 @@ def _settings_meta(settings: ChunkSettings) -> dict[str, Any]:
         key: list(v) if isinstance(v, tuple) else v
         for key, v in dataclasses.asdict(settings).items()
     }
+
+
+def random_split_keys(geometry: Geometry) -> set[tuple[int, int]]:
+    """Mirror-canonical keys of the shipped random split (both halves) on ``geometry``; empty
+    for another board size. Every book leaves them out, as it does the game split's."""
+    if not RANDOM_POSITIONS.is_file():
+        return set()
+    positions = load_positions(RANDOM_POSITIONS, split="all")
+    if positions.geometry != geometry:
+        return set()
+    return set(canonical_keys(geometry, pad_moves(positions.moves, geometry.cells)))
 
 
 def extend_book(
@@ -70,7 +84,7 @@ def extend_book(
     first = 0 if book is None else int(book.meta["chunks"])
     commands = [] if book is None else list(book.meta["commands"])
     book_keys = set() if book is None else set(canonical_keys(geometry, book.moves))
-    exclude = frozenset(evaluation_keys(geometry) | book_keys)
+    exclude = frozenset(evaluation_keys(geometry) | random_split_keys(geometry) | book_keys)
     commands.append([first, first])  # chunks [first, end) labelled by this command
     started = time.monotonic()
     results: dict[int, Any] = {}
@@ -112,7 +126,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m tools.teacher_book", description=__doc__.split("\n\n")[0]
     )
     parser.add_argument(
-        "--chunks", type=int, required=True, help=f"chunks of {BOOK_CHUNK} positions to add"
+        "--chunks",
+        type=int,
+        required=True,
+        help="chunks to add (of 20 positions; the random book's of 500)",
     )
     parser.add_argument(
         "--book", choices=sorted(BOOKS), default="opening", help="which book to extend"

@@ -31,9 +31,9 @@ replay starts with a fresh Adam.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 import torch
@@ -41,12 +41,12 @@ from sb3_contrib import MaskablePPO
 from stable_baselines3.common.vec_env import VecEnv
 
 from connectx_gym.bitboard import Geometry
-from connectx_gym.files import NumpyNetPolicy
+from connectx_gym.files import SHIPPED_WEIGHTS, NumpyNetPolicy, load_file, shipped_weights
 from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.config import TrainConfig
-from connectx_train.networks import ConnectXCNN, ConnectXPolicy, numpy_weights
+from connectx_train.networks import ConnectXCNN, ConnectXPolicy, ResidualBlock, numpy_weights
 from connectx_train.sb3_files import (
     GEOMETRY_ATTRIBUTE,
     load_error_reason,
@@ -67,9 +67,11 @@ __all__ = [
     "new_model",
     "perfect_play_rates",
     "policy_kwargs",
+    "read_init_weights",
     "restore_extras",
     "save_extras",
     "save_model",
+    "start_from_weights",
 ]
 
 #: the checkpoint's SB3 model, in the run's output directory
@@ -137,6 +139,90 @@ def new_model(
     # Saved in the model's zip: the Kaggle export reads the board size back from it.
     setattr(model, GEOMETRY_ATTRIBUTE, [config.rows, config.columns, config.inarow])
     return model
+
+
+def read_init_weights(text: str, geometry: Geometry) -> WeightsFile:
+    """The weights of ``--init-weights``: a shipped network's or a weights-only ``.npz`` file's,
+    for the run's board, or ``ValueError`` (``FileNotFoundError``) saying why not."""
+    path = shipped_weights(text) if text in SHIPPED_WEIGHTS else Path(text)
+    loaded = load_file(str(path))
+    if not isinstance(loaded, WeightsFile):
+        raise ValueError(f"--init-weights {text}: not a weights-only network")
+    board = loaded.geometry
+    if (board.rows, board.columns, board.inarow) != (
+        geometry.rows,
+        geometry.columns,
+        geometry.inarow,
+    ):
+        raise ValueError(
+            f"--init-weights {text}: its board is {board.rows}x{board.columns} with "
+            f"{board.inarow} in a row, the run's {geometry.rows}x{geometry.columns} with "
+            f"{geometry.inarow}"
+        )
+    return loaded
+
+
+def _named_modules(policy: ConnectXPolicy) -> dict[str, torch.nn.Module]:
+    """The policy's layers under the array names of the weights-only export
+    (:func:`connectx_train.networks.numpy_weights`)."""
+    modules: dict[str, torch.nn.Module] = {}
+    extractors = [("", policy.pi_features_extractor)]
+    if not policy.share_features_extractor:
+        extractors.append(("vf_features.", policy.vf_features_extractor))
+    for prefix, extractor in extractors:
+        if not isinstance(extractor, ConnectXCNN):
+            raise ValueError("only ConnectXCNN networks start from weights-only files")
+        modules[f"{prefix}stem"] = extractor.stem
+        for index, block in enumerate(cast("Iterable[ResidualBlock]", extractor.blocks)):
+            modules[f"{prefix}block{index}.conv1"] = block.conv1
+            modules[f"{prefix}block{index}.conv2"] = block.conv2
+        modules[f"{prefix}column"] = extractor.column
+        modules[f"{prefix}head"] = extractor.head
+    modules["action"] = policy.action_net
+    for index, layer in enumerate(policy.mlp_extractor.value_net):
+        if isinstance(layer, torch.nn.Linear):
+            modules[f"value_mlp.{index}"] = layer
+    modules["value"] = policy.value_net
+    return modules
+
+
+def start_from_weights(policy: torch.nn.Module, weights: WeightsFile, source: str) -> str:
+    """Copy the arrays of ``weights`` into ``policy`` (the same network settings) and say what
+    was read. The logits' layers must all be there with the policy's shapes, or ``ValueError``
+    names the first that is not; the critic is read too when the file has a whole value head of
+    the same shapes, and left as initialised otherwise."""
+    if not isinstance(policy, ConnectXPolicy):
+        raise ValueError("only ConnectXPolicy networks start from weights-only files")
+    modules = _named_modules(policy)
+    critic = {n for n in modules if n.startswith(("value", "vf_features."))}
+
+    def pairs(names: Iterable[str]) -> Iterator[tuple[str, torch.Tensor, np.ndarray | None]]:
+        for name in names:
+            for part in ("weight", "bias"):
+                key = f"{name}.{part}"
+                yield key, getattr(modules[name], part), weights.params.get(key)
+
+    def fits(parameter: torch.Tensor, array: np.ndarray | None) -> bool:
+        return array is not None and tuple(array.shape) == tuple(parameter.shape)
+
+    copies: list[tuple[torch.Tensor, np.ndarray | None]] = []
+    for key, parameter, array in pairs(n for n in modules if n not in critic):
+        if array is None or not fits(parameter, array):
+            found = "missing" if array is None else f"of shape {tuple(array.shape)}"
+            raise ValueError(
+                f"{source}: {key} is {found}, the network's is {tuple(parameter.shape)} "
+                "(give the file's --channels, --blocks and --features-dim)"
+            )
+        copies.append((parameter, array))
+    value = list(pairs(sorted(critic)))
+    with_value = all(fits(parameter, array) for _, parameter, array in value)
+    if with_value:
+        copies.extend((parameter, array) for _, parameter, array in value)
+    with torch.no_grad():
+        for parameter, array in copies:
+            parameter.copy_(torch.from_numpy(np.asarray(array)))
+    said = "and its value head" if with_value else "(the value head starts fresh)"
+    return f"starting from the weights of {source} {said}"
 
 
 def load_model(
