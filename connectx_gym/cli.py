@@ -17,14 +17,18 @@ Registering one is a single line: in :data:`COMMANDS` for the core, else an entr
     [project.entry-points."connectx_gym.commands"]
     serve = "connectx_gym.commands.serve"
 
-Errors end with one line on stderr and a non-zero exit status (2 for bad input, 1 for other
-failures, 130 when interrupted), never a traceback; set ``CONNECTX_DEBUG=1`` to see one.
+Results (tables, JSON) go to stdout; progress and status go through :mod:`logging` to stderr,
+set up here once (:func:`connectx_gym.logs.console`): ``-q``/``--quiet`` shows warnings and errors
+only, ``-v``/``--verbose`` debugging details too, before or after the command's name. Errors end
+with one line on stderr and a non-zero exit status (2 for bad input, 1 for other failures, 130
+when interrupted), never a traceback; set ``CONNECTX_DEBUG=1`` to see one.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -32,6 +36,7 @@ from types import ModuleType
 from typing import NamedTuple, NoReturn
 
 from connectx_gym import __version__
+from connectx_gym.logs import NORMAL, QUIET, VERBOSE, console
 from connectx_gym.plugins import COMMANDS_GROUP, command_help, plugins
 
 __all__ = ["COMMANDS", "Command", "build_parser", "commands", "main"]
@@ -39,6 +44,9 @@ __all__ = ["COMMANDS", "Command", "build_parser", "commands", "main"]
 EXIT_ERROR = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
+
+#: named in full: run as ``python -m connectx_gym.cli`` this module is ``__main__``
+logger = logging.getLogger("connectx_gym.cli")
 
 SAFETY_NOTE = (
     "Policy specs: a registered name with parameters (e.g. minimax:depth=3, onestep~0.25 for 25% "
@@ -92,6 +100,30 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
+def _add_verbosity(parser: argparse.ArgumentParser, default: object = NORMAL) -> None:
+    """``-q``/``--quiet`` and ``-v``/``--verbose``: how much of the log stderr shows (``default``
+    ``argparse.SUPPRESS`` on a command's parser, so the flags count before or after its name)."""
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument(
+        "-q",
+        "--quiet",
+        dest="verbosity",
+        action="store_const",
+        const=QUIET,
+        default=default,
+        help="show only warnings and errors on stderr (results still go to stdout)",
+    )
+    group.add_argument(
+        "-v",
+        "--verbose",
+        dest="verbosity",
+        action="store_const",
+        const=VERBOSE,
+        default=default,
+        help="also show debugging details on stderr",
+    )
+
+
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The parser of ``connectx``; the flags of ``command`` (or, when None, of every command)."""
     parser = _Parser(
@@ -100,6 +132,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         epilog=SAFETY_NOTE,
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    _add_verbosity(parser)
     subparsers = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name, entry in commands().items():
         sub = subparsers.add_parser(
@@ -110,6 +143,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
         if command is None or command == name:
             entry.load().add_arguments(sub)
+            _add_verbosity(sub, default=argparse.SUPPRESS)
     return parser
 
 
@@ -133,7 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_ERROR
     args = parser.parse_args(argv)
     try:
-        return int(available[args.command].load().run(args))
+        with console(args.verbosity):
+            module = available[args.command].load()
+            logger.debug("connectx %s: %s from %s", __version__, args.command, module.__name__)
+            return int(module.run(args))
     except KeyboardInterrupt:
         print("\nconnectx: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED

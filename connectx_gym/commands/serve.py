@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 from pathlib import Path
 
 from connectx_gym.commands import CommandError, bounded_int, positive_float
@@ -16,6 +17,8 @@ HELP = "play, replay and analyse games in the browser"
 #: How long the warm-up's move and analysis may take: on a fresh install they compile numba's
 #: kernels (the analysis alone took over 15 s, the default --move-timeout, on 2 cores).
 WARM_UP_SECONDS = 180.0
+
+logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -91,10 +94,13 @@ def run(args: argparse.Namespace) -> int:
         with patient(app, WARM_UP_SECONDS):
             _warm_up(app, args.opponent)
         if args.host not in ("127.0.0.1", "localhost", "::1"):
-            print(
-                f"warning: listening on {args.host}: anyone who reaches it can use the page "
-                f"(by the names localhost, 127.0.0.1, {args.host} and the --allow-origin hosts)"
+            logger.warning(
+                "listening on %s: anyone who reaches it can use the page (by the names "
+                "localhost, 127.0.0.1, %s and the --allow-origin hosts)",
+                args.host,
+                args.host,
             )
+        # the address is the command's answer: on stdout, also with --quiet
         print(f"connectx serve: http://{args.host}:{args.port}/ (Ctrl+C to stop)", flush=True)
         # Ctrl-C ends run_simple; every other thread is a daemon and the agents' processes are
         # killed here, so nothing keeps the process alive after it.
@@ -107,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
 def _warm_up(app: object, opponent: str) -> None:
     """One move and one analysis before listening: numba compiles or loads its kernels now, and
     an opponent that fails (an agent file that raises or exits) is refused at start."""
-    print("connectx serve: loading the search kernels (a first start compiles them)...", flush=True)
+    logger.info("connectx serve: loading the search kernels (a first start compiles them)...")
     client = app.test_client()  # type: ignore[attr-defined]
     board = [0] * 42
     board[38] = 1  # 6x7, mark 1 in the centre column: quick for every policy
@@ -118,4 +124,4 @@ def _warm_up(app: object, opponent: str) -> None:
         error = answer.get_json().get("error")
         if path == "/api/move" and answer.status_code >= 500 and answer.status_code != 503:
             raise CommandError(f"--opponent {opponent}: {error}")
-        print(f"warning: warm-up {path}: {error}", flush=True)
+        logger.warning("warm-up %s: %s", path, error)

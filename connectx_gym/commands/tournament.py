@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import logging
 from typing import Any
 
 from connectx_gym.commands import (
@@ -21,6 +21,8 @@ __all__ = ["add_arguments", "run"]
 
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
 HELP = "round robin with Elo ratings"
+
+logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -41,8 +43,7 @@ def run(args: argparse.Namespace) -> int:
     check_png(args)  # before the games: a path that cannot be written, or no matplotlib, fails now
 
     def progress(done: int, total: int, match: Any) -> None:
-        if not args.json:
-            print(f"[{done}/{total}] {match.summary()}", file=sys.stderr)
+        logger.info("[%d/%d] %s", done, total, match.summary())
 
     with open_executor(args) as executor:
         result = run_tournament(
@@ -60,5 +61,5 @@ def run(args: argparse.Namespace) -> int:
         )
     print(json.dumps(result.to_dict()) if args.json else result.table())
     if args.png:
-        print(f"plot: {result.plot(args.png)}", file=sys.stderr)
+        logger.info("plot: %s", result.plot(args.png))
     return 0
