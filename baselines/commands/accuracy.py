@@ -8,16 +8,21 @@ phase and overall, with 95% intervals (:func:`connectx_baselines.perfect_play.ev
 ``--limit`` positions of each of Pascal Pons' benchmark files in ``DIR`` (the solver judges each
 move), one row per set; ``--pons FILE`` on one file. ``--ray [ADDRESS]`` answers the labelled
 positions on Ray (every position draws from its own seed, so the result is the local run's).
+``--png FILE`` also draws the mistake rates with their intervals, per phase and set
+(:mod:`connectx_baselines.accuracy_plot`).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from connectx_gym.commands import (
+    add_png,
     add_result_options,
+    check_png,
     open_executor,
     positive_float,
     positive_int,
@@ -57,6 +62,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         help="solver seconds per Pons position (5)",
     )
     add_result_options(parser, ray="answer the labelled positions")
+    add_png(parser, "the mistake rates per phase and set, with their 95% intervals")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -69,6 +75,7 @@ def run(args: argparse.Namespace) -> int:
         load_pons,
     )
 
+    check_png(args)  # before the positions: an unwritable path, or no matplotlib, fails now
     result: PerfectPlayResult | SetResults
     if args.pons:
         if args.ray is not None:
@@ -98,4 +105,8 @@ def run(args: argparse.Namespace) -> int:
                     args.policy, split=args.split, seed=args.seed, executor=executor
                 )
     print(json.dumps(result.to_dict()) if args.json else result.table())
+    if args.png:
+        from connectx_baselines.accuracy_plot import plot_mistake_rates
+
+        print(f"plot: {plot_mistake_rates(result, args.png)}", file=sys.stderr)
     return 0
