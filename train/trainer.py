@@ -25,6 +25,7 @@ One run lives in one output directory::
     report.md, report.json   panel results with 95% intervals, timings, curriculum history, and
                              the digest of final.npz's weights (connectx_train.finish)
     learning_curves.png      panel scores and training win rate against steps
+    train.log                what the sessions logged, appended by each (connectx_gym.logs)
 
 Each env plays, for one rollout at a time, an opponent drawn from the current mixture (the stage's
 specs, a review share of earlier stages and a self-play share of snapshots); the change takes effect
@@ -42,6 +43,7 @@ passes done. ``--max-minutes`` bounds the whole session and is shared between it
 
 from __future__ import annotations
 
+import logging
 import math
 import sys
 import time
@@ -58,9 +60,10 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from connectx_baselines.teacher_labels import LabellingStoppedError
 from connectx_gym.files import save_weights
+from connectx_gym.logs import log_file
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
-from connectx_train.budget import TimeLimitReachedError, minutes, panel_seconds
+from connectx_train.budget import TimeLimitReachedError, panel_seconds
 from connectx_train.config import TrainConfig, parse_mixture
 from connectx_train.curriculum import Curriculum
 from connectx_train.finish import check_report, finish
@@ -85,6 +88,7 @@ from connectx_train.opponents import (
     queue_opponents,
     snapshot_device,
 )
+from connectx_train.ppo_progress import PPOProgress
 from connectx_train.run_setup import (
     EXIT_INTERRUPTED,
     EXIT_TIME_LIMIT,
@@ -113,14 +117,10 @@ __all__ = ["EXIT_INTERRUPTED", "EXIT_TIME_LIMIT", "RunInterruptedError", "prepar
 
 #: games per panel opponent timed to estimate the final panel
 PANEL_SAMPLE_GAMES = 2
-#: seconds between progress lines where no progress bar is shown
-PROGRESS_EVERY = 60.0
+#: the run's log in its output directory
+LOG_FILE = "train.log"
 
-
-def print_line(text: str) -> None:
-    """Print one log line at once, also when the output is a file or a pipe (``nohup connectx
-    train > log &``, where Python would hold it in a buffer until the run ends)."""
-    print(text, flush=True)
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -154,8 +154,12 @@ class Run:
         save_extras(out / EXTRAS_FILE, self.state.timesteps, self.replay)
 
 
-def train(config: TrainConfig, log: Callable[[str], None] = print_line) -> dict[str, Any]:
+def train(config: TrainConfig, log: Callable[[str], None] = logger.info) -> dict[str, Any]:
     """Run (or, with ``config.resume``, continue or finish) a training run; returns the report.
+
+    ``log`` gets the progress lines (by default this module's logger, at INFO: set logging up to
+    see them); what goes through :mod:`logging` is also appended to ``train.log`` in the run's
+    directory.
 
     Raises :class:`RunInterruptedError` after saving what was done when interrupted by Ctrl-C
     or SIGTERM, or stopped by ``--max-minutes`` before its first checkpoint; ``OSError``
@@ -168,9 +172,10 @@ def train(config: TrainConfig, log: Callable[[str], None] = print_line) -> dict[
     for spec in config.panel:
         make_policy(spec)
     setup = resolve_setup(config)  # the session's clock starts here
-    log(setup.describe())
-    with run_lock(setup.out), thread_pools(config.torch_threads), StopSignals() as stops:
-        resuming = prepare_out(config)
+    out, threads = setup.out, config.torch_threads
+    with run_lock(out), log_file(out / LOG_FILE), thread_pools(threads), StopSignals() as stops:
+        resuming = prepare_out(config)  # before the first line: a refused run logs none there
+        log(setup.describe())
         run = resume_run(setup, log) if resuming else start_run(setup, log)
         stops.defer()  # from here on a signal stops the run at the loop's next safe point
         try:
@@ -297,20 +302,18 @@ def resume_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
 def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
     """PPO until the steps asked for, the budget's PPO deadline or a stop signal."""
     setup, model, state = run.setup, run.model, run.state
-    config = setup.config
+    config, clock, deadline = setup.config, setup.clock, setup.budget.ppo_deadline()
     remaining = config.timesteps - model.num_timesteps
     if remaining <= 0:
         return
     state.stopped_by_time, state.final_panel = False, None
     # a progress bar only where someone watches it: into a file or a pipe it would write nothing
     # until the end, so there the run logs a progress line a minute instead
-    bar = config.progress_bar and sys.stdout.isatty()
-    steps = EnvSteps(run, stops, setup.budget.ppo_deadline(), None if bar else log)
+    bar = config.progress_bar and sys.stderr.isatty()
+    steps = EnvSteps(run, stops, PPOProgress(log, clock.session_seconds, deadline, bar))
     # the first opponents, in place before SB3 resets the envs (in _setup_learn)
     draw_opponents(run)
-    total, callback = model._setup_learn(
-        remaining, steps, not config.resume, tb_log_name="ppo", progress_bar=bar
-    )
+    total, callback = model._setup_learn(remaining, steps, not config.resume, tb_log_name="ppo")
     callback.on_training_start({"total_timesteps": total}, {})
     env = model.get_env()
     if env is None:  # the model is always made or loaded with the run's envs
@@ -335,7 +338,8 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
         model.dump_logs(iteration)
         model.train()
         run.timing["update_seconds"] += time.perf_counter() - started
-        steps.announce_progress()
+        logger.debug("rollout %d: step %d, stage %d", iteration, model.num_timesteps, state.stage)
+        steps.progress.announce(model.num_timesteps)
         stops.check()
     callback.on_training_end()
     stops.check()
@@ -344,23 +348,20 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
 class EnvSteps(BaseCallback):
     """What the loop does at every env step of a rollout (SB3 calls it from
     ``collect_rollouts``): count finished episodes, move the curriculum on, and end the rollout
-    early at the budget's PPO deadline or on a stop signal."""
+    early at the budget's PPO deadline or on a stop signal; the progress bar or lines."""
 
-    def __init__(
-        self,
-        run: Run,
-        stops: StopSignals,
-        deadline: float,
-        announce: Callable[[str], None] | None,
-    ) -> None:
+    def __init__(self, run: Run, stops: StopSignals, progress: PPOProgress) -> None:
         super().__init__()
-        self.run, self.stops, self.deadline, self.announce = run, stops, deadline, announce
-        self.started = self.last = 0.0
-        self.first = self.total = 0
+        self.run, self.stops, self.progress = run, stops, progress
+        self.deadline = progress.deadline
+        # curriculum changes are logged where no bar is shown
+        self.announce = None if progress.show_bar else progress.log
 
     def _on_training_start(self) -> None:
-        self.started = self.last = self.run.setup.clock.session_seconds()
-        self.first, self.total = self.num_timesteps, int(self.locals["total_timesteps"])
+        self.progress.start(self.num_timesteps, int(self.locals["total_timesteps"]))
+
+    def _on_training_end(self) -> None:
+        self.progress.close()
 
     def _on_step(self) -> bool:
         run, state = self.run, self.run.state
@@ -373,24 +374,11 @@ class EnvSteps(BaseCallback):
         if run.curriculum.maybe_advance(state, self.num_timesteps) and self.announce:
             labels = run.curriculum.labels(state.stage)
             self.announce(f"step {self.num_timesteps}: curriculum -> {labels}")
+        self.progress.update(self.num_timesteps)
         if run.setup.clock.session_seconds() > self.deadline:
             state.stopped_by_time = True
             return False
         return not self.stops.requested
-
-    def announce_progress(self) -> None:
-        """``PPO: step N/M, K steps/s, ~T min left``, once a minute where no bar is shown."""
-        now = self.run.setup.clock.session_seconds()
-        if self.announce is None or now - self.last < PROGRESS_EVERY:
-            return
-        self.last = now
-        rate = (self.num_timesteps - self.first) / max(now - self.started, 1e-9)
-        left = max(self.total - self.num_timesteps, 0) / rate if rate > 0 else math.inf
-        capped = " (the time limit first)" if now + left > self.deadline else ""
-        self.announce(
-            f"PPO: step {self.num_timesteps:,}/{self.total:,}, {rate:.0f} steps/s, "
-            f"{minutes(min(left, self.deadline - now))} left{capped}"
-        )
 
 
 def draw_opponents(run: Run) -> None:

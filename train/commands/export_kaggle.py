@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 __all__ = ["add_arguments", "run"]
+
+logger = logging.getLogger(__name__)
 
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
 HELP = "write a self-contained Kaggle main.py from a model"
@@ -27,5 +30,6 @@ def run(args: argparse.Namespace) -> int:
         path = export_search(args.model, args.output)
     else:
         path = export_kaggle(args.model, args.output)
-    print(f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB): submit it as your Kaggle agent")
+    size = path.stat().st_size / 1e6
+    logger.info("wrote %s (%.2f MB): submit it as your Kaggle agent", path, size)
     return 0

@@ -4,11 +4,14 @@
 from __future__ import annotations
 
 import argparse
+import logging
 
 from connectx_gym.commands import bounded_int
 from connectx_train.export import MAX_CHECK_POSITIONS
 
 __all__ = ["add_arguments", "run"]
+
+logger = logging.getLogger(__name__)
 
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
 HELP = "write an ONNX graph of a model's policy"
@@ -40,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
             f"({error})"
         ) from None
     path = export_onnx(args.model, args.output, check=args.check)
-    print(
+    logger.info(
         f"wrote {path} ({path.stat().st_size / 1e6:.2f} MB, opset {OPSET}): inputs obs "
         f"[N, 2, rows, columns] and action_mask [N, columns], float32; output logits "
         f"[N, columns] with illegal columns at {MASKED_LOGIT:g}, argmax is the move"
