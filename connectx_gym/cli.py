@@ -100,14 +100,16 @@ def _chosen_command(argv: Sequence[str]) -> str | None:
     return None
 
 
-def _add_verbosity(parser: argparse.ArgumentParser, default: object = NORMAL) -> None:
-    """``-q``/``--quiet`` and ``-v``/``--verbose``: how much of the log stderr shows (``default``
-    ``argparse.SUPPRESS`` on a command's parser, so the flags count before or after its name)."""
+def _add_verbosity(parser: argparse.ArgumentParser, dest: str = "verbosity") -> None:
+    """``-q``/``--quiet`` and ``-v``/``--verbose``: how much of the log stderr shows. On a
+    command's parser (``dest`` ``command_verbosity``, absent unless given) they count after its
+    name too."""
+    default = NORMAL if dest == "verbosity" else argparse.SUPPRESS
     group = parser.add_mutually_exclusive_group()
     group.add_argument(
         "-q",
         "--quiet",
-        dest="verbosity",
+        dest=dest,
         action="store_const",
         const=QUIET,
         default=default,
@@ -116,7 +118,7 @@ def _add_verbosity(parser: argparse.ArgumentParser, default: object = NORMAL) ->
     group.add_argument(
         "-v",
         "--verbose",
-        dest="verbosity",
+        dest=dest,
         action="store_const",
         const=VERBOSE,
         default=default,
@@ -143,7 +145,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         )
         if command is None or command == name:
             entry.load().add_arguments(sub)
-            _add_verbosity(sub, default=argparse.SUPPRESS)
+            _add_verbosity(sub, dest="command_verbosity")
     return parser
 
 
@@ -166,6 +168,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"connectx {chosen}: error: {error}", file=sys.stderr)
         return EXIT_ERROR
     args = parser.parse_args(argv)
+    after = vars(args).pop("command_verbosity", args.verbosity)
+    if after != args.verbosity and args.verbosity != NORMAL:
+        parser.error("argument -q/--quiet: not allowed with argument -v/--verbose")
+    args.verbosity = after
     try:
         with console(args.verbosity):
             module = available[args.command].load()

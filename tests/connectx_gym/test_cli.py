@@ -420,3 +420,51 @@ def test_tournament_png_without_matplotlib_names_the_extra_before_playing(
     assert "matplotlib" in err
     assert "connectx-gym[train]" in err
     assert not png.exists()
+
+
+@pytest.mark.parametrize("where", ["before", "after"])
+def test_quiet_silences_progress_and_keeps_the_result(
+    capsys: pytest.CaptureFixture[str], where: str
+) -> None:
+    argv = ["tournament", "random", "onestep", "--games", "2", "--bootstrap", "10", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert err.startswith("[1/1] random vs onestep")  # progress goes to stderr
+    assert json.loads(out)["players"][0]["player"] == "onestep"  # stdout stays parseable
+    quiet = ["-q", *argv] if where == "before" else [*argv, "--quiet"]
+    code, out, err = run(capsys, *quiet)
+    assert code == 0, err
+    assert err == ""
+    assert json.loads(out)["players"][0]["player"] == "onestep"
+
+
+def test_verbose_shows_debugging_details(capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["evaluate", "random", "random", "--games", "2", "--json"]
+    code, out, err = run(capsys, *argv)
+    assert code == 0, err
+    assert "debug:" not in err
+    code, out, err = run(capsys, *argv, "-v")
+    assert code == 0, err
+    assert "debug: connectx " in err
+    assert "evaluate from connectx_gym.commands.evaluate" in err
+    assert json.loads(out)["games"] == 2
+
+
+def test_quiet_and_verbose_together_are_refused_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    code, _, err = run(capsys, "-q", "evaluate", "random", "random", "--verbose")
+    assert code == 2
+    assert "not allowed with argument" in err
+    assert len(err.strip().splitlines()) == 1
+    code, _, err = run(capsys, "evaluate", "random", "random", "-v", "--quiet")
+    assert code == 2
+    assert "not allowed with argument" in err
+    assert len(err.strip().splitlines()) == 1
+
+
+def test_errors_stay_one_line_under_quiet(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "evaluate", "random", "nosuchpolicy", "-q")
+    assert code == 2
+    assert err.startswith("connectx evaluate: error: unknown policy")
+    assert len(err.strip().splitlines()) == 1
