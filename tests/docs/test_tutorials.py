@@ -10,6 +10,7 @@ tutorial pages.
 from __future__ import annotations
 
 import importlib.util
+import re
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -48,6 +49,22 @@ def test_tutorial_short_run_learns(name: str, monkeypatch: pytest.MonkeyPatch) -
     assert 0.0 <= figures["score_vs_minimax2"] <= 1.0
     if "all_losses_finite" in figures:
         assert figures["all_losses_finite"] == 1.0
+
+
+@pytest.mark.parametrize("name", ["maskable_ppo", "ppo_vector", "selfplay_pettingzoo"])
+def test_tutorial_page_states_the_full_run(name: str) -> None:
+    """The page's table has a measured ``full`` row: steps, CPU time with wall time in minutes,
+    and a score against ``minimax:depth=2`` and against random moves."""
+    page = (TUTORIALS / f"{name}.md").read_text()
+    assert "to be measured" not in page
+    assert "KVM guest" in page  # the machine
+    (row,) = [line for line in page.splitlines() if line.startswith("| full")]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    assert re.fullmatch(r"\d{1,3}(,\d{3})+", cells[1])  # the steps
+    assert re.match(r"[\d.]+ min \([\d.]+ min", cells[2])  # CPU time (wall time)
+    scores = [float(m) for cell in cells[3:] for m in re.findall(r"\b[01]\.\d{3}\b", cell)]
+    assert len(scores) >= 2
+    assert all(0.0 <= score <= 1.0 for score in scores)
 
 
 @pytest.mark.slow
