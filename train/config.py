@@ -30,13 +30,6 @@ from connectx_gym.env import check_opening_plies, most_opening_plies
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.ray_executor import check_address
 from connectx_train.config_types import (
-    OnResume,
-    check_setting,
-    check_setting_type,
-    declaration,
-    setting,
-)
-from connectx_train.help_text import (
     BOARD,
     EVALUATION,
     NETWORK,
@@ -45,11 +38,16 @@ from connectx_train.help_text import (
     PPO,
     RUN,
     TEACHER,
+    OnResume,
+    check_setting,
+    check_setting_type,
+    declaration,
+    parse_mixture,
+    parse_teacher_books,
+    setting,
+    upgrade_saved_settings,
 )
-from connectx_train.mixtures import parse_mixture
 from connectx_train.presets import PRESETS
-from connectx_train.saved_settings import upgrade_saved_settings
-from connectx_train.teacher_books import parse_teacher_books
 
 __all__ = [
     "PRESETS",
@@ -265,7 +263,7 @@ class TrainConfig:
     teacher_book: str = setting(
         "opening:2:1929,early:1:27278,middle:1:18916",
         help="shipped books of exactly labelled positions added to the teacher positions, on the "
-        "board sizes they cover (connectx_train.teacher_books): NAME:COPIES[:FIRST] items joined "
+        "board sizes they cover (connectx_train.config_types): NAME:COPIES[:FIRST] items joined "
         "by commas, COPIES copies of book NAME's first FIRST positions (the whole book without "
         "FIRST); books: opening (5 to 11 stones, which a run's own labelling mostly cannot "
         "afford), early (12 to 20) and middle (21 to 28, both from the shipped network's games "

@@ -1,7 +1,9 @@
 """``connectx train``'s flags and where a run's settings come from: one ``--flag`` per
 :class:`connectx_train.config.TrainConfig` field, made from its declaration (group, help, type and
 bounds: a value out of them is a one-line argparse error), over a starting point (the defaults,
-``--preset NAME``, ``--config FILE`` or, with ``--resume``, the run's saved settings)."""
+``--preset NAME``, ``--config FILE`` or, with ``--resume``, the run's saved settings); and the
+text of ``connectx train --help`` around the flags (:data:`TRAIN_DESCRIPTION`,
+:data:`TRAIN_EPILOG`)."""
 
 from __future__ import annotations
 
@@ -14,10 +16,43 @@ from pathlib import Path
 from typing import Any
 
 from connectx_train.config import PRESETS, TrainConfig, preset_config
-from connectx_train.config_types import OnResume, argument_type, declaration
-from connectx_train.help_text import GROUPS, RUN, TRAIN_DESCRIPTION, TRAIN_EPILOG
+from connectx_train.config_types import GROUPS, RUN, OnResume, argument_type, declaration
 
-__all__ = ["add_arguments", "check_resume", "config_from_args", "read_config"]
+__all__ = [
+    "TRAIN_DESCRIPTION",
+    "TRAIN_EPILOG",
+    "add_arguments",
+    "check_resume",
+    "config_from_args",
+    "read_config",
+]
+
+TRAIN_DESCRIPTION = """\
+Train a MaskablePPO agent: supervised passes on positions labelled by the exact solver (the
+teacher), then PPO against a curriculum of search opponents and snapshots of itself. Writes
+checkpoints, config.json, report.md, final.zip (SB3) and final.npz (weights only) to --out.
+
+Start with:
+  connectx train                                   the default run: under half an hour on 2 CPU
+                                                   cores (--max-minutes bounds it)
+  connectx train --opponent minimax:depth=3        one fixed opponent instead of the curriculum
+  connectx train --timesteps 200000 --out runs/a   a shorter run into another folder
+  connectx train --preset strong                   the settings that made the shipped 'ppo'
+  connectx train --config runs/a/config.json --out runs/b --seed 1
+                                                   runs/a's settings again, with another seed
+  connectx train --resume --out runs/a             go on after Ctrl-C, SIGTERM or a time limit
+"""
+
+TRAIN_EPILOG = """\
+Opponent mixtures (--opponent, --curriculum stages): policy specs joined by '+', each with an
+optional '@weight' (default 1): "minimax:depth=2@3+onestep" plays minimax depth 2 in three games
+of four and onestep in the fourth. Any spec may end in '~EPS' for a random legal move with
+probability EPS: "minimax:depth=3~0.25".
+
+--resume goes on with the run's saved settings; flags beside it may change when the run goes on
+(--timesteps, the opponents, the evaluation, ...) and where and how fast it runs, but not the
+board, the network, PPO's settings or the seed, which its checkpoint holds.
+"""
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

@@ -1,34 +1,82 @@
-"""What each setting of :class:`connectx_train.config.TrainConfig` declares, in one place beside its
-field, and the checks derived from the declarations.
+"""The types of the settings of :class:`connectx_train.config.TrainConfig`: what each setting
+declares, in one place beside its field, the checks derived from the declarations, the help groups
+they are listed in, and the text forms of the two settings whose values are lists.
 
 :func:`setting` makes a dataclass field whose ``metadata[SETTING]`` is a :class:`Setting`: the
-setting's help group and help text, its bounds or choices, an extra check of its text, and what a
-``--resume`` may do with it (:class:`OnResume`; the value that reproduces a run saved before the
-setting existed). ``TrainConfig.validate``, the ``connectx train`` flags
+setting's help group (one of :data:`GROUPS`) and help text, its bounds or choices, an extra check of
+its text, and what a ``--resume`` may do with it (:class:`OnResume`; the value that reproduces a run
+saved before the setting existed). ``TrainConfig.validate``, the ``connectx train`` flags
 (:mod:`connectx_train.config_cli`), the help groups and the resume rules are all read from them.
 Type and bound errors are one line naming the setting (``channels must be <= 1024, got 4096``),
 whether the value comes from a flag, a ``config.json`` or a config made by hand.
+
+Two settings are lists written as text:
+
+- an opponent mixture (``--opponent``, ``--curriculum`` stages, :func:`parse_mixture`):
+  ``spec[@weight]`` items joined by ``+``, for example ``"minimax:depth=2@3+onestep"``; each env
+  plays a policy drawn with those weights (default 1). A spec may end in ``~epsilon``
+  (``"onestep~0.25"``: a random legal column a quarter of the time), which the policy registry
+  reads;
+- ``--teacher-book`` (:func:`parse_teacher_books`): the shipped books a run adds to its teacher
+  positions, ``NAME:COPIES[:FIRST]`` items joined by commas: ``COPIES`` copies of book ``NAME``'s
+  first ``FIRST`` positions, or of the whole book without ``FIRST`` (the books,
+  :data:`connectx_baselines.teacher_book.BOOKS`: ``opening`` 5 to 11 stones, ``early`` 12 to 20,
+  ``middle`` 21 to 28, each exactly labelled once outside any run). ``none`` adds no book. The
+  default run pins its counts (``opening:2:1929,...``) so that it reproduces when a book grows.
+
+Settings that an older version saved (a run's ``config.json``) are read in today's names by
+:func:`upgrade_saved_settings`, so that ``--resume`` and ``--config`` go on with what the older run
+was given.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import enum
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field
 from typing import Any
 
 __all__ = [
+    "BOARD",
+    "EVALUATION",
+    "GROUPS",
+    "NETWORK",
+    "NO_BOOKS",
+    "OPPONENTS",
+    "PERFORMANCE",
+    "PPO",
+    "RUN",
     "SETTING",
+    "TEACHER",
+    "BookUse",
     "OnResume",
     "Setting",
     "argument_type",
     "check_setting",
     "check_setting_type",
     "declaration",
+    "format_teacher_books",
+    "parse_mixture",
+    "parse_teacher_books",
     "setting",
+    "upgrade_saved_books",
+    "upgrade_saved_settings",
 ]
+
+RUN = "run and output"
+BOARD = "board"
+OPPONENTS = "opponents and curriculum"
+TEACHER = "teacher (supervised learning from exact solver labels)"
+PPO = "PPO"
+NETWORK = "network"
+EVALUATION = "evaluation"
+PERFORMANCE = "performance"
+
+#: the help groups of ``connectx train --help``, in the order they are listed
+GROUPS = (RUN, BOARD, OPPONENTS, TEACHER, PPO, NETWORK, EVALUATION, PERFORMANCE)
 
 #: the key of a field's metadata that holds its :class:`Setting`
 SETTING = "setting"
@@ -99,7 +147,7 @@ def setting(
     """A dataclass field with its :class:`Setting`.
 
     ``help`` is the flag's help text and ``group`` its help group (a title of
-    :data:`connectx_train.help_text.GROUPS`). Numbers (and the items of a tuple of numbers) lie in
+    :data:`GROUPS`). Numbers (and the items of a tuple of numbers) lie in
     ``bounds`` ``(low, high)``, both included (``low`` excluded with ``low_excluded``; floats
     finite); text is one of ``choices``; ``check`` raises ``ValueError`` for a bad text (or item of
     a tuple); a tuple has at most ``max_items``. ``on_resume``: :class:`OnResume`. ``added_later``:
@@ -237,3 +285,113 @@ def _fits(kind: str, value: Any) -> bool:
     if kind == "float":
         return isinstance(value, int | float)
     return isinstance(value, {"int": int, "str": str}.get(kind, object))
+
+
+def parse_mixture(text: str) -> list[tuple[str, float]]:
+    """``"minimax:depth=2@3+onestep"`` -> ``[("minimax:depth=2", 3.0), ("onestep", 1.0)]``."""
+    items: list[tuple[str, float]] = []
+    for part in text.split("+"):
+        spec, weight = part.strip(), 1.0
+        head, at, tail = spec.rpartition("@")
+        if at:
+            with contextlib.suppress(ValueError):
+                spec, weight = head.strip(), float(tail)
+        if not spec:
+            raise ValueError(f"empty opponent in mixture {text!r}")
+        if not (weight > 0 and math.isfinite(weight)):
+            raise ValueError(f"opponent weight must be a finite number > 0 in {text!r}")
+        items.append((spec, weight))
+    return items
+
+
+#: the ``--teacher-book`` value that adds no book
+NO_BOOKS = "none"
+
+
+@dataclass(frozen=True)
+class BookUse:
+    """``copies`` copies of the first ``first`` positions of book ``name`` (all when None)."""
+
+    name: str
+    copies: int
+    first: int | None = None
+
+    def __str__(self) -> str:
+        return f"{self.name}:{self.copies}" + ("" if self.first is None else f":{self.first}")
+
+
+def parse_teacher_books(text: str) -> tuple[BookUse, ...]:
+    """``"opening:2:1929,early:1"`` -> its :class:`BookUse` items, in order; ``ValueError`` naming
+    the item at fault (an unknown book, a count that is not a positive integer, a book twice)."""
+    from connectx_baselines.teacher_book import BOOKS  # the solver's modules: not for --help
+
+    if text.strip().lower() == NO_BOOKS:
+        return ()
+    uses: list[BookUse] = []
+    for item in text.split(","):
+        parts = [part.strip() for part in item.split(":")]
+        if not 2 <= len(parts) <= 3 or not parts[0]:
+            raise ValueError(
+                f"teacher_book item {item.strip()!r} is not NAME:COPIES or NAME:COPIES:FIRST "
+                f"(for example 'opening:2,early:1:27278'; '{NO_BOOKS}' for no book)"
+            )
+        name = parts[0]
+        if name not in BOOKS:
+            raise ValueError(f"unknown teacher book {name!r}; books: {', '.join(BOOKS)}")
+        if any(use.name == name for use in uses):
+            raise ValueError(f"teacher book {name!r} is given twice in {text!r}")
+        copies = _positive(parts[1], f"copies of the {name} book")
+        first = _positive(parts[2], f"positions of the {name} book") if len(parts) == 3 else None
+        uses.append(BookUse(name, copies, first))
+    return tuple(uses)
+
+
+def format_teacher_books(uses: tuple[BookUse, ...]) -> str:
+    """The ``--teacher-book`` text of ``uses`` (:func:`parse_teacher_books` reads it back)."""
+    return ",".join(map(str, uses)) if uses else NO_BOOKS
+
+
+def _positive(text: str, what: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise ValueError(f"{what} must be a whole number >= 1, got {text!r}")
+    return value
+
+
+#: the six settings ``--teacher-book`` replaced, per book: (copies, positions; 0 was the whole)
+OLD_BOOK_SETTINGS = {
+    "opening": ("teacher_book", "teacher_book_positions"),
+    "early": ("teacher_early_book", "teacher_early_book_positions"),
+    "middle": ("teacher_middle_book", "teacher_middle_book_positions"),
+}
+
+
+def upgrade_saved_books(saved: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's saved settings with the six book settings of older versions (``teacher_book`` as
+    a number of copies, ``teacher_book_positions``, ``teacher_early_book`` and so on) turned into
+    the one ``teacher_book`` list, so that ``--resume`` trains on the same positions; newer
+    settings are returned as they are. A book setting absent from an older file was added later
+    and was off for that run."""
+    if not isinstance(saved.get("teacher_book"), int):
+        return dict(saved)
+    data = dict(saved)
+    uses = []
+    for name, (copies_key, positions_key) in OLD_BOOK_SETTINGS.items():
+        copies, positions = data.pop(copies_key, 0), data.pop(positions_key, 0)
+        if copies:
+            uses.append(BookUse(name, copies, positions or None))
+    data["teacher_book"] = format_teacher_books(tuple(uses))
+    return data
+
+
+def upgrade_saved_settings(saved: dict[str, Any]) -> dict[str, Any]:
+    """Settings saved by an older version in today's names: the six book settings as one
+    ``teacher_book`` list (:func:`upgrade_saved_books`) and ``vec_env`` ``'auto'`` (subprocesses,
+    a choice since removed) as ``'subproc'``."""
+    data = upgrade_saved_books(saved)
+    if data.get("vec_env") == "auto":
+        data["vec_env"] = "subproc"
+    return data

@@ -16,12 +16,19 @@ action layer; its critic (the ``vf`` layers of ``net_arch``, then one linear out
 features. The network works for any board size. :func:`numpy_weights` describes both heads in the
 weights-only format of :mod:`connectx_gym.weights` (:func:`numpy_layers` the logits,
 :func:`numpy_value_head` the value).
+
+The other way round, :data:`TORCH_OPERATIONS` runs such a weights-only description in torch: the
+operations keyed by the names of the core's table (:data:`connectx_gym.forward.OPERATIONS`), the
+same arithmetic as the numpy kernels on channels-first ``(N, C, H, W)`` tensors, so a torch module
+running a description (the ONNX export's :class:`~connectx_train.onnx_export.LayersModule`, the
+self-play snapshots on a GPU) gives the same logits. A test checks that this table and the core's
+name the same operations.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import Any, cast
+from collections.abc import Callable, Iterable
+from typing import Any, NamedTuple, cast
 
 import gymnasium as gym
 import numpy as np
@@ -30,14 +37,17 @@ from sb3_contrib.common.maskable.distributions import MaskableDistribution
 from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
 from stable_baselines3.common.torch_layers import BaseFeaturesExtractor
 from torch import nn
+from torch.nn import functional
 
 from connectx_gym.forward import OPERATIONS
 from connectx_gym.weights import ValueHead, WeightsFile
 
 __all__ = [
+    "TORCH_OPERATIONS",
     "ConnectXCNN",
     "ConnectXPolicy",
     "ResidualBlock",
+    "TorchRun",
     "landing_cells",
     "numpy_layers",
     "numpy_value_head",
@@ -264,3 +274,83 @@ def numpy_weights(policy: nn.Module, geometry: Any) -> WeightsFile:
     logits (:func:`numpy_layers`) and its value head (:func:`numpy_value_head`)."""
     layers, params = numpy_layers(policy)
     return WeightsFile(geometry, layers, params, numpy_value_head(policy, params))
+
+
+class TorchRun(NamedTuple):
+    """What the torch kernels share while a description runs: its arrays by name and the landing
+    cells of ``input_planes``."""
+
+    param: Callable[[str], torch.Tensor]
+    saved: dict[str, torch.Tensor]
+
+    def run(self, layers: list, x: torch.Tensor) -> torch.Tensor:
+        """``layers`` on ``x``, each by its torch kernel."""
+        for layer in layers:
+            x = TORCH_OPERATIONS[layer["op"]](layer, x, self)
+        return x
+
+
+def _torch_ones_plane(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return torch.cat([x, torch.ones_like(x[:, :1])], dim=1)
+
+
+def _torch_input_planes(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    occupied = x[:, 0] + x[:, 1]
+    below = torch.cat([occupied[:, 1:], torch.ones_like(occupied[:, :1])], dim=1)
+    net.saved["landing"] = (1 - occupied) * below
+    return torch.cat([x, torch.ones_like(x[:, :1]), net.saved["landing"][:, None]], dim=1)
+
+
+def _torch_gather_landing(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return (x[:, 0] * net.saved["landing"]).sum(dim=1)
+
+
+def _torch_branches(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return torch.cat([net.run(body, x).flatten(1) for body in layer["branches"]], dim=1)
+
+
+def _torch_linear_plus_prefix(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    weight = net.param(layer["weight"])
+    return functional.linear(x, weight, net.param(layer["bias"])) + x[:, : weight.shape[0]]
+
+
+def _torch_conv(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    weight = net.param(layer["weight"])
+    padding = (weight.shape[2] // 2, weight.shape[3] // 2)
+    return functional.conv2d(x, weight, net.param(layer["bias"]), padding=padding)
+
+
+def _torch_linear(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return functional.linear(x, net.param(layer["weight"]), net.param(layer["bias"]))
+
+
+def _torch_relu(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return torch.relu(x)
+
+
+def _torch_tanh(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return torch.tanh(x)
+
+
+def _torch_flatten(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return x.flatten(1)
+
+
+def _torch_residual(layer: dict, x: torch.Tensor, net: TorchRun) -> torch.Tensor:
+    return x + net.run(layer["body"], x)
+
+
+#: The torch kernel of every operation, by the core's name for it.
+TORCH_OPERATIONS: dict[str, Callable[[dict, torch.Tensor, TorchRun], torch.Tensor]] = {
+    "ones_plane": _torch_ones_plane,
+    "input_planes": _torch_input_planes,
+    "gather_landing": _torch_gather_landing,
+    "branches": _torch_branches,
+    "linear_plus_prefix": _torch_linear_plus_prefix,
+    "conv": _torch_conv,
+    "linear": _torch_linear,
+    "relu": _torch_relu,
+    "tanh": _torch_tanh,
+    "flatten": _torch_flatten,
+    "residual": _torch_residual,
+}

@@ -19,7 +19,7 @@ MatMul, Gemm, Relu, Concat, ReduceSum, Where, ...), which onnxruntime 1.16 and l
 
 The torch module runs the numpy layer description of :mod:`connectx_gym.weights` (the one that
 the ``.npz`` loader and the Kaggle export run) with the torch kernels of
-:mod:`connectx_train.torch_operations`, so both input formats export the same way,
+:mod:`connectx_train.networks`, so both input formats export the same way,
 and every export is checked with onnxruntime against that numpy forward pass on random positions
 before it is written. Needs ``pip install "connectx-gym[onnx,train]"`` (torch, onnx, onnxscript,
 onnxruntime); reading an SB3 ``.zip`` unpickles it: trusted files only.
@@ -41,7 +41,7 @@ from connectx_gym.files import load_file
 from connectx_gym.outputs import atomic_output, check_output_path
 from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers
 from connectx_train.export import MAX_CHECK_POSITIONS, model_file, refuse_writing_onto
-from connectx_train.torch_operations import TORCH_OPERATIONS, TorchRun
+from connectx_train.networks import TORCH_OPERATIONS, TorchRun
 
 __all__ = [
     "MASKED_LOGIT",

@@ -11,7 +11,7 @@ and :class:`BatchedOpponentSlots` (``--vec-env batched``: every board in one
 
 Self-play snapshots are weights-only networks played with numpy; when the run trains on a GPU,
 their batched logits run there instead (:class:`DeviceWeights`, with the torch kernels of
-:mod:`connectx_train.torch_operations`).
+:mod:`connectx_train.networks`).
 """
 
 from __future__ import annotations
@@ -43,8 +43,8 @@ from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
 from connectx_train.config import TrainConfig
-from connectx_train.curriculum import SELF_LABEL
-from connectx_train.torch_operations import TorchRun
+from connectx_train.networks import TorchRun
+from connectx_train.state import SELF_LABEL
 from connectx_train.vec_env import ConnectXVecEnv
 
 __all__ = [
@@ -343,7 +343,7 @@ def queue_opponents(
     snapshot_device: torch.device | None = None,
 ) -> None:
     """Draw each env's opponent for its next episodes from ``mixture`` (``(label, weight)``; label
-    :data:`~connectx_train.curriculum.SELF_LABEL` plays a snapshot drawn from ``snapshots``, the
+    :data:`~connectx_train.state.SELF_LABEL` plays a snapshot drawn from ``snapshots``, the
     pool's weights files).
 
     ``weights_cache`` (path -> weights) spares reading a snapshot's file again at every rollout;

@@ -3,7 +3,7 @@
 A clearly named option, off by default in plain PPO runs: the run labels ``N`` positions with
 :mod:`connectx_baselines.teacher_labels` (cached in ``out/teacher.npz``, so ``--resume`` does not
 label them again), adds the shipped books that ``--teacher-book`` lists
-(:mod:`connectx_train.teacher_books`) and trains the MaskablePPO policy on them by supervised
+(:mod:`connectx_train.config_types`) and trains the MaskablePPO policy on them by supervised
 learning:
 
 - the actor: ``-log`` of the probability it puts on the moves that keep the position's game value
@@ -41,8 +41,8 @@ from connectx_baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_t
 from connectx_gym.bitboard import Geometry
 from connectx_train.budget import EtaLog, TimeLimitReachedError
 from connectx_train.config import TrainConfig
+from connectx_train.config_types import parse_teacher_books
 from connectx_train.sb3_files import load_error_reason, write_torch_atomically
-from connectx_train.teacher_books import parse_teacher_books
 
 if TYPE_CHECKING:
     from sb3_contrib.common.maskable.policies import MaskableActorCriticPolicy
@@ -364,7 +364,7 @@ def load_teacher(
     """The run's teacher positions as tensors: read from ``out/teacher.npz``, or labelled (with
     per-chunk files in ``out/teacher/``, so an interrupted labelling resumes; chunks the package
     ships, :mod:`connectx_baselines.teacher_cache`, are read instead) and saved there;
-    then the shipped books that ``config.teacher_book`` lists (:mod:`connectx_train.teacher_books`),
+    then the shipped books that ``config.teacher_book`` lists (:mod:`connectx_train.config_types`),
     where they cover the board size.
 
     With ``fraction`` below 1 (a run sized to its steps, :mod:`connectx_train.budget`), that share

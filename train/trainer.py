@@ -65,7 +65,6 @@ from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import TimeLimitReachedError, panel_seconds
 from connectx_train.config import TrainConfig, parse_mixture
-from connectx_train.curriculum import Curriculum
 from connectx_train.finish import check_report, finish
 from connectx_train.model import (
     CHECKPOINT_FILE,
@@ -103,7 +102,7 @@ from connectx_train.run_setup import (
     thread_pools,
     time_stop,
 )
-from connectx_train.state import SNAPSHOT_DIRECTORY, RunState, pool_on_disk
+from connectx_train.state import SNAPSHOT_DIRECTORY, Curriculum, RunState, pool_on_disk
 from connectx_train.teacher import TEACHER_PROGRESS_FILE, TeacherTensors, load_teacher
 from connectx_train.teaching import (
     TEACHER_PLAN_FILE,

@@ -16,7 +16,7 @@ from connectx_gym import Board, Geometry
 from connectx_gym.cli import main
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.outputs import OutputPathError
-from connectx_train.kaggle_search import export_search
+from connectx_train.export import export_search
 from tests.baselines.test_mcts_value import square_network
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)

@@ -27,6 +27,7 @@ from connectx_gym.weights import OPERATIONS, WeightsFile, forward_layers  # noqa
 from connectx_train import onnx_export  # noqa: E402
 from connectx_train.config import TrainConfig  # noqa: E402
 from connectx_train.model import model_weights, new_model  # noqa: E402
+from connectx_train.networks import TORCH_OPERATIONS  # noqa: E402
 from connectx_train.onnx_export import (  # noqa: E402
     MASKED_LOGIT,
     OPSET,
@@ -35,7 +36,6 @@ from connectx_train.onnx_export import (  # noqa: E402
     onnx_logits,
     random_positions,
 )
-from connectx_train.torch_operations import TORCH_OPERATIONS  # noqa: E402
 from tests.connectx_gym.test_forward import every_operation_network  # noqa: E402
 
 

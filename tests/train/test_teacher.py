@@ -19,6 +19,7 @@ import connectx_train.teacher as train_teacher
 from connectx_baselines.teacher_labels import TeacherSet
 from connectx_train.config import PRESETS, TrainConfig, preset_config
 from connectx_train.config_cli import add_arguments, config_from_args
+from connectx_train.config_types import BookUse, parse_teacher_books
 from connectx_train.finish import markdown_report
 from connectx_train.model import new_model
 from connectx_train.opponents import make_vec_env
@@ -32,7 +33,6 @@ from connectx_train.teacher import (
     seconds_per_batch,
     teacher_tensors,
 )
-from connectx_train.teacher_books import BookUse, parse_teacher_books
 from connectx_train.trainer import RunInterruptedError, train
 from tests.train.test_train_resume import arrays, tiny
 

@@ -14,8 +14,8 @@ import connectx_train.teacher as train_teacher
 from connectx_baselines.teacher_book import BOOK_FILE, EARLY_BOOK_FILE, MIDDLE_BOOK_FILE
 from connectx_baselines.teacher_labels import TeacherSet
 from connectx_train.config import TrainConfig
+from connectx_train.config_types import BookUse, format_teacher_books, parse_teacher_books
 from connectx_train.teacher import load_teacher, teacher_tensors
-from connectx_train.teacher_books import BookUse, format_teacher_books, parse_teacher_books
 from tests.train.conftest import SMALL
 from tests.train.test_teacher import assert_copies, tiny_teacher_config
 

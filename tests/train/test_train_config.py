@@ -15,8 +15,7 @@ import pytest
 import connectx_train.config as config_module
 from connectx_train.config import TrainConfig, added_later, settings_on_resume
 from connectx_train.config_cli import add_arguments, config_from_args, read_config
-from connectx_train.config_types import OnResume, declaration
-from connectx_train.help_text import GROUPS, RUN, TEACHER
+from connectx_train.config_types import GROUPS, RUN, TEACHER, OnResume, declaration
 
 NUMBER_TYPES = ("int", "float", "tuple[int, ...]")
 

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from connectx_train.config import TrainConfig
-from connectx_train.curriculum import SELF_LABEL, Curriculum
-from connectx_train.state import RunState
+from connectx_train.state import SELF_LABEL, Curriculum, RunState
 
 
 def test_state_round_trips_through_json(tmp_path: Path) -> None:
