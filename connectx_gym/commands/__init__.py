@@ -126,7 +126,9 @@ def add_png(parser: argparse.ArgumentParser, what: str) -> None:
         "--png",
         default=None,
         metavar="FILE",
-        help=f"also write {what} as a PNG to FILE (needs matplotlib, in the train extra)",
+        # argparse expands %-formats in help texts: a '95%' in ``what`` is written as it is
+        help=f"also write {what.replace('%', '%%')} as a PNG to FILE (needs matplotlib, in the "
+        "train extra)",
     )
 
 
