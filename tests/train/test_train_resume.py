@@ -187,7 +187,7 @@ def test_resume_of_a_broken_run_is_one_line(
         (out / "state.json").write_text(state_text)
     if checkpoint is not None:
         (out / "checkpoint.zip").write_bytes(checkpoint)
-    status = main(["train", "--resume", "--out", str(out)])
+    status = main(["train", "--quiet", "--resume", "--out", str(out)])  # no progress lines
     error = capsys.readouterr().err
     assert status != 0
     assert message in error

@@ -118,13 +118,13 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def test_log_lines_reach_a_pipe_while_the_run_goes_on(tmp_path: Path) -> None:
-    """Into a pipe or a file (``nohup connectx train > log &``) each log line arrives as it is
-    written, not when the run ends; the progress bar is asked for and left out there."""
+    """Into a pipe or a file (``nohup connectx train 2> log &``) each log line arrives on stderr
+    as it is written, not when the run ends; the progress bar is asked for and left out there."""
     with_bar = [flag for flag in SMALL if flag != "--no-progress-bar"]
     process = connectx("train", "--timesteps", "200000", "--out", str(tmp_path / "run"), *with_bar)
     try:
-        assert process.stdout is not None
-        first = process.stdout.readline()
+        assert process.stderr is not None
+        first = process.stderr.readline()
         assert first.startswith("device: "), first
         assert process.poll() is None  # still running: the line was not held until the end
     finally:
@@ -222,7 +222,8 @@ def test_ctrl_c_saves_and_resume_continues_the_run(tmp_path: Path) -> None:
     )
     stdout, stderr = process.communicate(timeout=300)
     assert process.returncode == 0, stderr
-    assert f"resuming {out} at step" in stdout
+    assert f"resuming {out} at step" in stderr  # a log line
+    assert "score" in stdout  # the final panel, the command's result
     report = json.loads((out / "report.json").read_text())
     assert interrupted + 1500 <= report["timesteps"] < interrupted + 1500 + 2 * 128 * 2
     assert report["config"]["channels"] == 8  # the saved settings, not the defaults
