@@ -33,6 +33,7 @@ from connectx_gym.files import load_weights, save_weights
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import EtaLog
+from connectx_train.config import TrainConfig
 from connectx_train.learning_curves import plot_learning_curves
 from connectx_train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
 from connectx_train.run_setup import describe_device
@@ -47,6 +48,7 @@ __all__ = [
     "check_report",
     "finish",
     "markdown_report",
+    "play_final_panel",
     "snapshot_step",
     "snapshots_to_average",
     "timing_summary",
@@ -100,23 +102,8 @@ def finish(
         # other play weights (a resume with another --average-weights): play it again
         or panel.get("averaged_snapshots", []) != averaged_steps
     ):
-        started = time.perf_counter()
-        results: dict[str, Any] = {}
-        progress = EtaLog(log, len(config.panel))
-        for spec in config.panel:  # one at a time, as evaluate_panel plays them: the same games
-            results |= evaluate_panel(weights, (spec,), config.final_games, config.seed + 2)
-            played = f"final panel: {len(results)}/{len(config.panel)} opponents"
-
-            def panel_line(left: str, played: str = played) -> str:
-                return f"{played}, {left}"
-
-            progress.update(len(results), panel_line)
-            check_stop()
         panel = {
-            "games": config.final_games,
-            "results": results,
-            "perfect_play": perfect_play_rates(weights, "test"),
-            "seconds": time.perf_counter() - started,
+            **play_final_panel(config, weights, log, check_stop),
             "averaged_snapshots": averaged_steps,
         }
         state.final_panel = panel
@@ -150,6 +137,7 @@ def finish(
         "perfect_play": panel.get("perfect_play"),
         "evaluations": state.evaluations,
         "train_curve": state.train_curve,
+        "cluster": timing.get("cluster"),  # the rollouts' Ray actors and cluster (None: here)
         "timing": timing_summary(
             timing, clock.session_seconds(), int(model.num_timesteps - clock.start_steps)
         ),
@@ -158,6 +146,36 @@ def finish(
     log(f"report: {out / 'report.md'}")
     check_stop()
     return report
+
+
+def play_final_panel(
+    config: TrainConfig,
+    weights: WeightsFile,
+    log: Callable[[str], None],
+    check_stop: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
+    """The final panel of ``weights``: ``config.final_games`` deterministic games against each
+    of ``config.panel`` (a progress line with the time left), then the mistake rates on the
+    shipped labelled positions' test split; ``{"games", "results", "perfect_play",
+    "seconds"}``. ``check_stop()`` is called after each opponent."""
+    started = time.perf_counter()
+    results: dict[str, Any] = {}
+    progress = EtaLog(log, len(config.panel))
+    for spec in config.panel:  # one at a time, as evaluate_panel plays them: the same games
+        results |= evaluate_panel(weights, (spec,), config.final_games, config.seed + 2)
+        played = f"final panel: {len(results)}/{len(config.panel)} opponents"
+
+        def panel_line(left: str, played: str = played) -> str:
+            return f"{played}, {left}"
+
+        progress.update(len(results), panel_line)
+        check_stop()
+    return {
+        "games": config.final_games,
+        "results": results,
+        "perfect_play": perfect_play_rates(weights, "test"),
+        "seconds": time.perf_counter() - started,
+    }
 
 
 def timing_summary(timing: dict[str, Any], wall: float, timesteps: int) -> dict[str, Any]:
@@ -229,7 +247,10 @@ def averaged_weights(last: WeightsFile, snapshots: Sequence[Path]) -> WeightsFil
 
 def markdown_report(report: dict[str, Any]) -> str:
     """The report as markdown: panel table with 95% intervals, run facts, the learning curves
-    (``learning_curves.png`` and TensorBoard's folder), opponent timings."""
+    (``learning_curves.png`` and TensorBoard's folder), opponent timings. Another trainer's
+    report (:mod:`connectx_train.rllib_selfplay`) may add ``trainer`` (a line naming it),
+    ``envs`` (its envs, in place of ``n_envs`` and ``vec_env``) and ``tensorboard`` False (no
+    TensorBoard folder)."""
     config = report["config"]
     teacher_seed = config.get("teacher_seed")
     seed = f"seed {config['seed']}" + (
@@ -237,16 +258,20 @@ def markdown_report(report: dict[str, Any]) -> str:
         if teacher_seed is not None and teacher_seed != config["seed"]
         else ""
     )
+    # the envs of a connectx train run; a report of another trainer (RLlib) names its own
+    cluster = f"; {report['cluster']}" if report.get("cluster") else ""
+    envs = f"{config['n_envs']} envs ({config['vec_env']}{cluster})"
     lines = [
         "# connectx train report",
         "",
+        *([f"- trainer: {report['trainer']}"] if report.get("trainer") else []),
         f"- steps: {report['timesteps']:,} in {report['wall_seconds'] / 60:.1f} min wall: "
         f"teacher (labelling and supervised passes) {report.get('teacher_seconds', 0):.0f} s, "
         f"PPO {report['training_seconds']:.0f} s ({report['steps_per_second']:.0f} steps/s), "
         f"periodic evaluation {report['periodic_eval_seconds']:.0f} s, "
         f"final panel {report['final_eval_seconds']:.0f} s",
         f"- board {config['rows']}x{config['columns']}, {config['inarow']} in a row; {seed}; "
-        f"{config['n_envs']} envs ({config['vec_env']}); network products in "
+        f"{report.get('envs') or envs}; network products in "
         f"{'bfloat16' if report.get('bf16') else 'float32'} "
         f"({report.get('precision_reason', '--precision ' + config.get('precision', 'fp32'))})"
         + (f" on {report['device']}" if "device" in report else ""),
@@ -296,15 +321,13 @@ def markdown_report(report: dict[str, Any]) -> str:
                 f"| {low:.1%}-{high:.1%} | {r['perfect_rate']:.1%} |"
             )
     tensorboard = Path(config.get("out", "<run folder>")) / "tb"
-    lines += [
-        "",
-        "## Learning curves",
-        "",
-        "![learning curves](learning_curves.png)",
-        "",
-        f"Every logged series (losses, win rates, `eval/*` scores, `eval/mistake_rate_dev`) is in "
-        f"TensorBoard: `tensorboard --logdir {tensorboard}`.",
-    ]
+    lines += ["", "## Learning curves", "", "![learning curves](learning_curves.png)"]
+    if report.get("tensorboard", True):
+        lines += [
+            "",
+            f"Every logged series (losses, win rates, `eval/*` scores, `eval/mistake_rate_dev`) "
+            f"is in TensorBoard: `tensorboard --logdir {tensorboard}`.",
+        ]
     timing = report["timing"]
     lines += [
         "",
@@ -316,7 +339,12 @@ def markdown_report(report: dict[str, Any]) -> str:
         f"Wall time of this session's PPO: rollouts {timing.get('rollout_seconds', 0):.0f} s "
         f"(env and opponents {timing['env_seconds']:.0f} s; the policy's forward passes and "
         f"callbacks {timing.get('rollout_forward_seconds', 0):.0f} s), PPO updates "
-        f"{timing.get('update_seconds', 0):.0f} s (with teacher replay).",
+        f"{timing.get('update_seconds', 0):.0f} s"
+        + (
+            " (with teacher replay)."
+            if config.get("teacher_positions") and config.get("teacher_replay")
+            else "."
+        ),
         "",
         "| opponent | moves | ms/move | share of wall if every step were against it |",
         "|---|---:|---:|---:|",

@@ -1,325 +1,457 @@
-"""Multi-agent PPO on Ray RLlib: self-play with one shared policy, or against a registered opponent.
+"""PPO on Ray RLlib with ``connectx train``'s opponents, curriculum, network, weights and report.
 
-The environment is the PettingZoo adapter :mod:`connectx_gym.pettingzoo` (turn-based AEC) seen as
-an RLlib ``MultiAgentEnv``: both seats (``player_0``, ``player_1``) map to one RLModule,
-``"shared"``, so in self-play the policy plays and learns from both sides. With an ``opponent``
-spec (``"random"``, ``"minimax:depth=2"``, a saved agent), the opponent's seat is played inside
-the env by that policy and the learner takes the other seat, alternating seats by episode.
-Observations are the adapter's, flattened to float32 (``observations``: the mover's discs, then the
-other player's, row 0 on top; ``action_mask``: the legal columns); :class:`MaskedPPOModule` is
-RLlib's default PPO module with the illegal columns masked, so they are never sampled. Needs
-``pip install -e ".[rllib]"`` (``ray[rllib]``, which pins its own gymnasium: see the README,
-"Scale out on Ray")::
+The env is :class:`connectx_train.rllib_env.ConnectXMultiAgentEnv`: both seats map to one RLModule,
+:class:`connectx_train.rllib_module.ConnectXPPOModule` (the network ``connectx train`` trains), and
+each episode plays an opponent drawn from the curriculum's mixture
+(:class:`connectx_train.state.Curriculum`, the same ``--opponent`` / ``--curriculum`` specs,
+weights, review and self-play shares; ``self`` games have the learner on both seats). After each
+training iteration the driver counts the finished games against the current stage, moves the
+curriculum on as ``connectx train`` does and hands the new mixture to every env. It plays the
+panel every ``--eval-every`` steps, stops in time for the final panel under ``--max-minutes``,
+and ends as ``connectx train`` ends: ``final.npz`` (weights only: ``connectx evaluate``,
+``connectx accuracy``, ``connectx export-kaggle`` take it), the final panel
+(:func:`connectx_train.finish.play_final_panel`) and ``report.md`` / ``report.json`` /
+``learning_curves.png`` (:func:`connectx_train.finish.write_report`) in ``--out``.
 
-    python -m connectx_train.rllib_selfplay --iterations 50                     # self-play, local
-    Ray python -m connectx_train.rllib_selfplay --opponent onestep --ray HEAD:6379  # on a cluster
-    python -m connectx_train.rllib_selfplay --iterations 1 --batch 256 --eval-games 10   # smoke run
+The flags are ``connectx train``'s for the settings this trainer reads (:data:`RLLIB_SETTINGS`,
+same defaults, help and checks) plus RLlib's own (``--env-runners``, ``--ray``, ``--num-cpus``).
+``--n-envs`` boards are spread over the env runners; one rollout is ``n_envs * n_steps`` env steps
+(each a learner move). Not here: the teacher, checkpoints and ``--resume``, snapshot self-play and
+weight averaging. Needs ``pip install -e ".[rllib]"`` (``ray[rllib]``, which pins its own gymnasium:
+docs/ray.md)::
 
-After training, the learned module plays ``--eval-games`` games against ``--eval-opponent``
-through :func:`connectx_gym.match.play_match` (:class:`RLlibPolicy` adapts it to a Policy).
+    python -m connectx_train.rllib_selfplay --timesteps 20000 --out runs/rllib
+    python -m connectx_train.rllib_selfplay --opponent onestep --ray HEAD:6379 --env-runners 8
 """
 
 from __future__ import annotations
 
 import argparse
-import logging
+import dataclasses
+import functools
+import sys
 import time
-from typing import TYPE_CHECKING, Any
-
-import gymnasium as gym
-import numpy as np
+from collections import deque
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
 
 try:
-    import torch
+    import ray
+    from ray.rllib.algorithms.algorithm import Algorithm
     from ray.rllib.algorithms.ppo import PPOConfig
-    from ray.rllib.algorithms.ppo.torch.default_ppo_torch_rl_module import (
-        DefaultPPOTorchRLModule,
-    )
-    from ray.rllib.core.columns import Columns
     from ray.rllib.core.rl_module.multi_rl_module import MultiRLModuleSpec
     from ray.rllib.core.rl_module.rl_module import RLModuleSpec
-    from ray.rllib.env.multi_agent_env import MultiAgentEnv
+    from ray.rllib.env.env_runner import EnvRunner
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
         f'connectx_train.rllib_selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
     ) from None
 
-if TYPE_CHECKING:
-    from ray.rllib.utils.typing import MultiAgentDict
-
-from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.match import play_match
-from connectx_gym.pettingzoo import AGENTS
-from connectx_gym.pettingzoo import env as pettingzoo_env
-from connectx_gym.policy import Policy
-from connectx_gym.registry import make_policy
+from connectx_gym.files import save_weights
+from connectx_gym.ray_executor import RayExecutor
+from connectx_train.budget import Budget, minutes, panel_seconds
+from connectx_train.config import TrainConfig
+from connectx_train.config_types import GROUPS, argument_type, declaration
+from connectx_train.finish import (
+    DIGEST_KEY,
+    play_final_panel,
+    timing_summary,
+    weights_digest,
+    write_report,
+)
+from connectx_train.model import evaluate_panel, perfect_play_rates
+from connectx_train.rllib_env import AGENTS, ConnectXMultiAgentEnv
+from connectx_train.rllib_module import NETWORK_SETTINGS, ConnectXPPOModule, module_weights
+from connectx_train.run_setup import describe_device
+from connectx_train.state import Curriculum, RunState, SessionClock
 
 __all__ = [
     "MODULE_ID",
-    "ConnectXMultiAgentEnv",
-    "MaskedPPOModule",
-    "RLlibPolicy",
-    "board_observation",
+    "RLLIB_SETTINGS",
     "build_config",
+    "cluster_summary",
+    "config_from_args",
     "main",
+    "make_parser",
     "train",
 ]
 
-#: The one RLModule both seats map to.
+#: the one RLModule both seats map to
 MODULE_ID = "shared"
+#: the settings of :class:`~connectx_train.config.TrainConfig` this trainer reads (its flags)
+RLLIB_SETTINGS = (
+    *("timesteps", "seed", "out", "max_minutes", "rows", "columns", "inarow"),
+    *("opponent", "curriculum", "advance_threshold", "advance_window", "review_weight"),
+    *("selfplay_weight", "selfplay_from_stage", "opening_plies"),
+    *("n_steps", "batch_size", "n_epochs", "learning_rate", "final_learning_rate", "gamma"),
+    *("gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm"),
+    *NETWORK_SETTINGS,
+    *("panel", "eval_every", "eval_games", "final_games", "n_envs"),
+)
+#: the other settings as this trainer runs: no teacher, the last weights played
+RLLIB_FIXED: dict[str, Any] = {"teacher_positions": 0, "average_weights": 1}
+#: games per panel opponent timed to keep the final panel's time aside
+PANEL_SAMPLE_GAMES = 2
+#: finished games per opponent in the training win rates of the learning curves
+CURVE_WINDOW = 200
 
 
-def _convert(observation: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    return {
-        "observations": observation["observation"].astype(np.float32).ravel(),
-        "action_mask": observation["action_mask"].astype(np.float32),
-    }
-
-
-def board_observation(board: Board) -> dict[str, np.ndarray]:
-    """The mover's observation of ``board``, as :class:`ConnectXMultiAgentEnv` gives it."""
-    planes = np.ascontiguousarray(board.to_planes().transpose(1, 2, 0))
-    return _convert({"observation": planes, "action_mask": board.legal_mask().astype(np.int8)})
-
-
-class ConnectXMultiAgentEnv(MultiAgentEnv):
-    """:func:`connectx_gym.pettingzoo.env` as an RLlib ``MultiAgentEnv`` (agents ``player_0``,
-    ``player_1``; only the agent to move gets an observation).
-
-    ``config``: ``rows``, ``columns``, ``inarow`` (6, 7, 4), ``opponent`` (a policy spec that
-    plays one seat inside the env, the learner taking the other, alternating by episode; None:
-    both seats are learners) and ``seed`` (the opponent's generator).
-    """
-
-    def __init__(self, config: dict[str, Any] | None = None) -> None:
-        super().__init__()
-        config = dict(config or {})
-        self.geometry = Geometry(
-            config.get("rows", 6), config.get("columns", 7), config.get("inarow", 4)
+def envs_per_runner(config: TrainConfig, env_runners: int) -> int:
+    """``config.n_envs`` boards over ``env_runners`` runners (0: sampling in the driver);
+    ``ValueError`` unless they divide evenly."""
+    runners = max(env_runners, 1)
+    if config.n_envs % runners:
+        raise ValueError(
+            f"--n-envs {config.n_envs} does not divide over --env-runners {env_runners}: "
+            f"give a multiple of {runners}"
         )
-        rows, columns, inarow = self.geometry.key
-        self.game = pettingzoo_env(rows, columns, inarow)
-        spec = config.get("opponent")
-        self.opponent: Policy | None = None if spec is None else make_policy(spec)
-        self.rng = np.random.default_rng(config.get("seed"))
-        self.episodes = 0
-        self.opponent_agent: str | None = None
-        self.possible_agents = list(AGENTS)
-        self.agents = list(AGENTS)
-        space = gym.spaces.Dict(
-            {
-                "observations": gym.spaces.Box(0.0, 1.0, (rows * columns * 2,), np.float32),
-                "action_mask": gym.spaces.Box(0.0, 1.0, (columns,), np.float32),
-            }
-        )
-        self.observation_spaces = dict.fromkeys(AGENTS, space)
-        self.action_spaces = dict.fromkeys(AGENTS, gym.spaces.Discrete(columns))
-
-    # RLlib's reset and step answer for every agent where gymnasium's Env, its base, answers
-    # for one
-    def reset(  # type: ignore[override]
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[MultiAgentDict, MultiAgentDict]:
-        if seed is not None:
-            self.rng = np.random.default_rng(seed)
-        self.game.reset(seed=seed)
-        if self.opponent is not None:
-            self.opponent_agent = AGENTS[(self.episodes + 1) % 2]  # the learner starts episode 0
-            self.opponent.reset()
-        self.episodes += 1
-        self._opponent_moves()
-        agent = self.game.agent_selection
-        return {agent: _convert(self.game.observe(agent))}, {}
-
-    def step(  # type: ignore[override]
-        self, action_dict: MultiAgentDict
-    ) -> tuple[MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict, MultiAgentDict]:
-        self.game.step(int(action_dict[self.game.agent_selection]))
-        self._opponent_moves()
-        observations, rewards, terminated, truncated, infos = {}, {}, {}, {}, {}
-        while self.game.agents:
-            observation, reward, done, cut, info = self.game.last()
-            agent = self.game.agent_selection
-            if agent != self.opponent_agent:
-                observations[agent] = _convert(observation)
-                rewards[agent], terminated[agent], truncated[agent] = float(reward), done, cut
-                infos[agent] = info
-            if not (done or cut):
-                break
-            self.game.step(None)
-        over = not self.game.agents
-        terminated["__all__"] = over and all(terminated.values())
-        truncated["__all__"] = over and all(truncated.values())
-        return observations, rewards, terminated, truncated, infos
-
-    def _opponent_moves(self) -> None:
-        game = self.game
-        if self.opponent is None or game.agent_selection != self.opponent_agent:
-            return
-        if game.terminations[game.agent_selection] or game.truncations[game.agent_selection]:
-            return
-        game.step(self.opponent.act(game.unwrapped.board, self.rng))
+    return config.n_envs // runners
 
 
-class MaskedPPOModule(DefaultPPOTorchRLModule):
-    """RLlib's default PPO module on the ``observations`` part of a ``{"observations",
-    "action_mask"}`` observation, with the logits of illegal columns pushed to a large negative
-    number (so they are never sampled and carry no gradient)."""
-
-    def __init__(self, *, observation_space: gym.spaces.Dict, **kwargs: Any) -> None:
-        self.observation_space_with_mask = observation_space
-        super().__init__(observation_space=observation_space["observations"], **kwargs)
-
-    def setup(self) -> None:
-        super().setup()  # the networks are built for the observations without the mask
-        self.observation_space = self.observation_space_with_mask
-
-    @staticmethod
-    def _split(batch: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-        observation = batch[Columns.OBS]
-        return observation["action_mask"], {**batch, Columns.OBS: observation["observations"]}
-
-    @staticmethod
-    def _mask(output: dict[str, Any], mask: Any) -> dict[str, Any]:
-        logits = output[Columns.ACTION_DIST_INPUTS]
-        output[Columns.ACTION_DIST_INPUTS] = logits + torch.clamp(torch.log(mask), min=-1e9)
-        return output
-
-    def _forward(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        mask, batch = self._split(batch)
-        return self._mask(super()._forward(batch, **kwargs), mask)
-
-    def _forward_train(self, batch: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-        mask, batch = self._split(batch)
-        return self._mask(super()._forward_train(batch, **kwargs), mask)
-
-    def compute_values(self, batch: dict[str, Any], embeddings: Any = None) -> Any:
-        if isinstance(batch[Columns.OBS], dict):
-            _, batch = self._split(batch)
-        return super().compute_values(batch, embeddings)
-
-
-class RLlibPolicy(Policy):
-    """A trained RLlib module as a :class:`~connectx_gym.policy.Policy`: the most likely legal
-    column (greedy, no randomness)."""
-
-    def __init__(self, module: Any, name: str = "rllib-ppo") -> None:
-        super().__init__()
-        self.module, self.name = module, name
-
-    def act(self, board: Board, rng: np.random.Generator) -> int:
-        observation = board_observation(board)
-        batch = {"obs": {k: torch.from_numpy(v)[None] for k, v in observation.items()}}
-        with torch.no_grad():
-            logits = self.module.forward_inference(batch)["action_dist_inputs"][0].numpy()
-        logits = np.where(board.legal_mask(), logits, -np.inf)
-        return int(np.argmax(logits))
-
-
-def build_config(
-    opponent: str | None = None,
-    batch: int = 2048,
-    minibatch: int = 256,
-    epochs: int = 4,
-    env_runners: int = 1,
-    hidden: tuple[int, ...] = (256, 256),
-    lr: float = 3e-4,
-    seed: int = 0,
-    rows: int = 6,
-    columns: int = 7,
-    inarow: int = 4,
-) -> PPOConfig:
-    """The PPO configuration: one shared masked module for both seats."""
+def build_config(config: TrainConfig, env_runners: int = 0) -> PPOConfig:
+    """RLlib's PPO configuration of a run: one :class:`ConnectXPPOModule` for both seats, the env
+    at the curriculum's first stage, PPO's settings mapped from ``config`` (the learning rate
+    decays linearly over ``timesteps`` as in ``connectx train``; no KL term, as in SB3)."""
+    curriculum = Curriculum.from_config(config)
     env_config = {
-        "rows": rows, "columns": columns, "inarow": inarow, "opponent": opponent, "seed": seed,
-    }  # fmt: skip
-    module = RLModuleSpec(
-        module_class=MaskedPPOModule,
-        model_config={"fcnet_hiddens": list(hidden), "head_fcnet_hiddens": []},
-    )
+        "rows": config.rows,
+        "columns": config.columns,
+        "inarow": config.inarow,
+        "opening_plies": config.training_opening_plies(),
+        "mixture": curriculum.mixture(0, selfplay_available=True),
+        "seed": config.seed,
+    }
+    network = {name: getattr(config, name) for name in NETWORK_SETTINGS}
+    network["vf_layers"] = list(network["vf_layers"])
+    module = RLModuleSpec(module_class=ConnectXPPOModule, model_config=network)
+    rollout = config.n_envs * config.n_steps
     return (
         PPOConfig()
         .environment(ConnectXMultiAgentEnv, env_config=env_config)
-        .multi_agent(
-            policies={MODULE_ID}, policy_mapping_fn=lambda agent_id, episode, **kw: MODULE_ID
-        )
+        .multi_agent(policies={MODULE_ID}, policy_mapping_fn=_to_shared_module)
         .rl_module(rl_module_spec=MultiRLModuleSpec(rl_module_specs={MODULE_ID: module}))
-        .env_runners(num_env_runners=env_runners, num_cpus_per_env_runner=1)
+        .env_runners(
+            num_env_runners=env_runners,
+            num_envs_per_env_runner=envs_per_runner(config, env_runners),
+            num_cpus_per_env_runner=1,
+        )
         .learners(num_learners=0)
         .training(
-            train_batch_size_per_learner=batch,
-            minibatch_size=min(minibatch, batch),
-            num_epochs=epochs,
-            lr=lr,
-            gamma=0.99,
+            train_batch_size_per_learner=rollout,
+            minibatch_size=min(config.batch_size, rollout),
+            num_epochs=config.n_epochs,
+            lr=[[0, config.learning_rate], [config.timesteps, config.final_learning_rate]],
+            gamma=config.gamma,
+            lambda_=config.gae_lambda,
+            clip_param=config.clip_range,
+            entropy_coeff=config.ent_coef,
+            vf_loss_coeff=config.vf_coef,
+            grad_clip=config.max_grad_norm,
+            grad_clip_by="global_norm",
+            use_kl_loss=False,
         )
-        .debugging(seed=seed, log_level="ERROR")
+        .debugging(seed=config.seed, log_level="ERROR")
     )
 
 
-def train(
-    iterations: int,
-    config: PPOConfig,
-    report: Any = print,
-) -> tuple[Any, list[dict[str, Any]]]:
-    """Build the algorithm and run ``iterations`` training iterations (Ray must be initialised);
-    returns the algorithm and one summary per iteration."""
-    algo = config.build_algo()
-    history = []
-    for iteration in range(1, iterations + 1):
+def _to_shared_module(agent_id: Any, episode: Any, **kwargs: Any) -> str:
+    return MODULE_ID
+
+
+# The driver's calls into the env runners (module functions: Ray ships them to remote runners).
+def _envs(runner: EnvRunner) -> list[ConnectXMultiAgentEnv]:
+    env = getattr(runner, "env", None)  # a local runner beside remote ones may have none
+    return [] if env is None else [sub.unwrapped for sub in env.envs]
+
+
+def _drain(runner: EnvRunner) -> list[tuple[str, bool]]:
+    return [outcome for env in _envs(runner) for outcome in env.drain()]
+
+
+def _timing(runner: EnvRunner) -> list[dict[str, Any]]:
+    return [env.timing() for env in _envs(runner)]
+
+
+def _set_mixture(mixture: list[tuple[str, float]], runner: EnvRunner) -> None:
+    for env in _envs(runner):
+        env.set_mixture(mixture)
+
+
+def summed_timing(timings: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The envs' :meth:`ConnectXMultiAgentEnv.timing`, summed (as
+    :func:`connectx_train.opponents.collect_timing` sums SB3's envs)."""
+    opponents: dict[str, list[float]] = {}
+    for timing in timings:
+        for label, (seconds, moves) in timing["opponents"].items():
+            entry = opponents.setdefault(label, [0.0, 0])
+            entry[0] += seconds
+            entry[1] += moves
+    return {"env_seconds": sum(t["env_seconds"] for t in timings), "opponents": opponents}
+
+
+def cluster_summary() -> str:
+    """The Ray cluster this process is connected to: its live nodes, CPUs and GPUs."""
+    nodes = sum(1 for node in ray.nodes() if node.get("Alive"))
+    resources = ray.cluster_resources()
+    cpus, gpus = int(resources.get("CPU", 0)), int(resources.get("GPU", 0))
+    return f"{nodes} Ray node{'s' if nodes != 1 else ''}, {cpus} CPUs, {gpus} GPUs"
+
+
+@dataclasses.dataclass
+class RLlibRun:
+    """One run: its settings, the RLlib algorithm, the curriculum and the run's state."""
+
+    config: TrainConfig
+    algo: Algorithm
+    curriculum: Curriculum
+    state: RunState
+    clock: SessionClock
+    log: Callable[[str], None]
+    outcomes: dict[str, deque[float]] = dataclasses.field(default_factory=dict)
+    timing: dict[str, float] = dataclasses.field(
+        default_factory=lambda: {"rollout_seconds": 0.0, "update_seconds": 0.0}
+    )
+
+    def runners(self, call: Callable[[EnvRunner], Any]) -> list[Any]:
+        """``call`` on every env runner (the driver's included), the answers in runner order."""
+        group = self.algo.env_runner_group
+        if group is None:
+            raise RuntimeError("the RLlib algorithm has no env runners")
+        return list(group.foreach_env_runner(call, local_env_runner=True))
+
+    def weights(self) -> Any:
+        module = self.algo.get_module(MODULE_ID)
+        if not isinstance(module, ConnectXPPOModule):
+            raise TypeError(f"the run's module is {type(module).__name__}, not ConnectXPPOModule")
+        return module_weights(module, self.config.geometry)
+
+    def count_games(self) -> None:
+        """The games finished since the last call, counted as ``connectx train`` counts them:
+        toward the current stage's window (moving on when it passes) and the training win rates;
+        a new stage's mixture goes to every env."""
+        state, steps = self.state, self.state.timesteps
+        stage = state.stage
+        for label, won in (item for items in self.runners(_drain) for item in items):
+            self.curriculum.record(state, label, won)
+            self.outcomes.setdefault(label, deque(maxlen=CURVE_WINDOW)).append(float(won))
+            if self.curriculum.maybe_advance(state, steps):
+                self.log(f"step {steps:,}: curriculum -> {self.curriculum.labels(state.stage)}")
+        if state.stage != stage:
+            mixture = self.curriculum.mixture(state.stage, selfplay_available=True)
+            self.runners(functools.partial(_set_mixture, mixture))
+        point: dict[str, float | int] = {"timestep": steps, "stage": state.stage}
+        point |= {label: sum(o) / len(o) for label, o in self.outcomes.items() if o}
+        state.train_curve.append(point)
+
+    def evaluate(self) -> None:
+        """The periodic panel (``eval_games`` a spec) and dev-split mistake rate, as
+        ``connectx train`` plays them, into ``state.evaluations``."""
+        config, state = self.config, self.state
         started = time.perf_counter()
-        result = algo.train()
-        runners = result.get("env_runners", {})
-        summary = {
-            "iteration": iteration,
-            "seconds": round(time.perf_counter() - started, 2),
-            "env_steps": int(runners.get("num_env_steps_sampled_lifetime", 0)),
-            "episodes": int(runners.get("num_episodes_lifetime", 0)),
-            "episode_len_mean": runners.get("episode_len_mean"),
-            "return_mean": runners.get("agent_episode_returns_mean", {}),
+        weights = self.weights()
+        results = evaluate_panel(weights, config.panel, config.eval_games, config.seed + 1)
+        entry: dict[str, Any] = {
+            "timestep": state.timesteps,
+            "games": config.eval_games,
+            "scores": {spec: result["score"] for spec, result in results.items()},
         }
-        history.append(summary)
-        report(summary)
-    return algo, history
+        rates = perfect_play_rates(weights, "dev")
+        if rates is not None:
+            entry["mistake_rate"] = rates["overall"]["mistake_rate"]
+            entry["mistake_ci95"] = rates["overall"]["mistake_ci95"]
+        state.evaluations.append(entry)
+        state.eval_seconds += time.perf_counter() - started
+
+
+def _iteration(run: RLlibRun) -> None:
+    """One RLlib iteration (a rollout and PPO's passes over it), its steps and timers."""
+    result = run.algo.train()
+    runners = result.get("env_runners", {})
+    run.state.timesteps = int(runners.get("num_env_steps_sampled_lifetime", 0))
+    timers = result.get("timers", {})
+    run.timing["rollout_seconds"] += float(timers.get("env_runner_sampling_timer", 0.0))
+    run.timing["update_seconds"] += float(timers.get("learner_update_timer", 0.0))
+
+
+def _keep_panel_time(run: RLlibRun, budget: Budget) -> None:
+    """Keep the final panel's time aside in a bounded budget (a few timed games)."""
+    if not budget.bounded:
+        return
+    weights, config = run.weights(), run.config
+
+    def play(games: int) -> None:
+        evaluate_panel(weights, config.panel, games, config.seed + 2)
+
+    budget.panel_seconds = panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
+
+
+def train(config: TrainConfig, env_runners: int = 0, log: Callable[[str], None] = print) -> dict:
+    """Train on the Ray instance this process is connected to (``ray.init`` first) and write the
+    run's ``final.npz`` and report into ``config.out``; returns the report."""
+    out = Path(config.out)
+    out.mkdir(parents=True, exist_ok=True)
+    config.save(out / "config.json")
+    curriculum = Curriculum.from_config(config)
+    state = RunState()
+    curriculum.start(state)
+    clock = SessionClock(state)
+    budget = Budget.from_minutes(clock, config.max_minutes)
+    algo = build_config(config, env_runners).build_algo()
+    run = RLlibRun(config, algo, curriculum, state, clock, log)
+    try:
+        _keep_panel_time(run, budget)
+        log(budget.describe(None, None))
+        state.next_eval = config.eval_every
+        iteration_seconds = 0.0
+        while state.timesteps < config.timesteps:
+            if clock.session_seconds() + iteration_seconds > budget.ppo_deadline():
+                state.stopped_by_time = True
+                break
+            started = time.perf_counter()
+            _iteration(run)
+            run.count_games()
+            iteration_seconds = time.perf_counter() - started
+            if config.eval_every and state.timesteps >= state.next_eval:
+                state.next_eval += config.eval_every * (
+                    (state.timesteps - state.next_eval) // config.eval_every + 1
+                )
+                run.evaluate()
+            rate = state.timesteps / max(clock.session_seconds(), 1e-9)
+            log(
+                f"RLlib PPO: step {state.timesteps:,}/{config.timesteps:,}, {rate:.0f} steps/s, "
+                f"stage {state.stage}, {minutes(budget.ppo_deadline() - clock.session_seconds())}"
+                " left in the budget"
+                if budget.bounded
+                else f"RLlib PPO: step {state.timesteps:,}/{config.timesteps:,}, {rate:.0f} steps/s"
+            )
+        return _finish(run, env_runners)
+    finally:
+        algo.stop()
+
+
+def _finish(run: RLlibRun, env_runners: int) -> dict[str, Any]:
+    """``final.npz``, the final panel and the report, as ``connectx train`` writes them."""
+    config, state, clock = run.config, run.state, run.clock
+    out = Path(config.out)
+    weights = run.weights()
+    save_weights(weights, out / "final.npz")
+    timing = {**summed_timing([t for ts in run.runners(_timing) for t in ts]), **run.timing}
+    clock.update()
+    run.log(f"trained {state.timesteps:,} steps in {state.wall_seconds / 60:.1f} min; final panel")
+    panel = play_final_panel(config, weights, run.log)
+    clock.update()
+    wall = state.wall_seconds
+    training_seconds = max(wall - state.eval_seconds - panel["seconds"], 1e-9)
+    runners = max(env_runners, 1)
+    report = {
+        "config": config.to_json(),
+        DIGEST_KEY: weights_digest(out / "final.npz"),
+        "trainer": f"Ray RLlib {ray.__version__} PPO (python -m connectx_train.rllib_selfplay), "
+        f"{env_runners} env runners, on {cluster_summary()}",
+        "envs": f"{config.n_envs} envs ({runners} x {config.n_envs // runners} on RLlib's "
+        f"{'driver' if env_runners == 0 else 'env runners'}; agents {', '.join(AGENTS)})",
+        "tensorboard": False,
+        "bf16": False,
+        "device": describe_device("cpu"),
+        "precision_reason": "RLlib's learner computes in float32",
+        "timesteps": state.timesteps,
+        "stopped_by_time_limit": state.stopped_by_time,
+        "wall_seconds": wall,
+        "training_seconds": training_seconds,
+        "teacher_seconds": 0.0,
+        "periodic_eval_seconds": state.eval_seconds,
+        "final_eval_seconds": panel["seconds"],
+        "steps_per_second": state.timesteps / training_seconds,
+        "averaged_snapshots": [],
+        "curriculum": state.curriculum_history,
+        "final_stage": state.stage,
+        "panel": panel["results"],
+        "perfect_play": panel["perfect_play"],
+        "evaluations": state.evaluations,
+        "train_curve": state.train_curve,
+        "timing": timing_summary(timing, clock.session_seconds(), state.timesteps),
+    }
+    write_report(report, out)
+    run.log(f"report: {out / 'report.md'}")
+    return report
+
+
+def make_parser() -> argparse.ArgumentParser:
+    """The flags: ``connectx train``'s for :data:`RLLIB_SETTINGS` (their declarations' help,
+    types and bounds) and RLlib's own."""
+    parser = argparse.ArgumentParser(
+        prog="python -m connectx_train.rllib_selfplay",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    groups = {title: parser.add_argument_group(title) for title in GROUPS}
+    defaults = TrainConfig(**RLLIB_FIXED)
+    fields = {f.name: f for f in dataclasses.fields(TrainConfig)}
+    for name in RLLIB_SETTINGS:
+        declared, default = declaration(fields[name]), getattr(defaults, name)
+        shown = declared.default_text or (
+            " ".join(map(str, default)) if isinstance(default, tuple) else default
+        )
+        options: dict[str, Any] = {
+            "default": None,
+            "type": argument_type(name, str(fields[name].type), declared),
+            "metavar": declared.metavar,
+            "help": f"{declared.help} (default: {shown})",
+        }
+        if declared.repeatable:
+            options |= {"action": "append", "help": declared.help}
+        elif isinstance(default, tuple):
+            options["nargs"] = "*"
+        groups[declared.group].add_argument("--" + name.replace("_", "-"), **options)
+    rllib = parser.add_argument_group("RLlib")
+    rllib.add_argument(
+        "--env-runners", type=int, default=0, help="RLlib env runners (Ray actors, one CPU "
+        "each) sampling the envs; 0: the driver samples them (default: 0)",
+    )  # fmt: skip
+    rllib.add_argument(
+        "--ray", default=None, metavar="ADDRESS",
+        help="join this Ray cluster (HOST:PORT, auto); default: start Ray on this machine",
+    )  # fmt: skip
+    rllib.add_argument(
+        "--num-cpus", type=int, default=None, help="CPUs of the Ray instance started here"
+    )
+    return parser
+
+
+def config_from_args(args: argparse.Namespace) -> TrainConfig:
+    """The run's settings: ``connectx train``'s defaults with :data:`RLLIB_FIXED`, the flags
+    given over them, validated as ``connectx train`` validates them."""
+    given = {name: getattr(args, name) for name in RLLIB_SETTINGS}
+    given = {k: tuple(v) if isinstance(v, list) else v for k, v in given.items() if v is not None}
+    config = TrainConfig(**{**RLLIB_FIXED, **given})
+    config.validate()
+    return config
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
-        prog="python -m connectx_train.rllib_selfplay", description=__doc__
-    )
-    parser.add_argument("--iterations", type=int, default=20, help="training iterations (20)")
-    parser.add_argument("--opponent", default=None, help="a policy spec for one seat (self-play)")
-    parser.add_argument("--batch", type=int, default=2048, help="env steps per iteration (2048)")
-    parser.add_argument("--minibatch", type=int, default=256, help="SGD minibatch (256)")
-    parser.add_argument("--epochs", type=int, default=4, help="SGD epochs per iteration (4)")
-    parser.add_argument("--env-runners", type=int, default=1, help="sampling actors (1)")
-    parser.add_argument("--seed", type=int, default=0, help="seed (0)")
-    parser.add_argument("--ray", default=None, metavar="ADDRESS", help="join a Ray cluster")
-    parser.add_argument("--num-cpus", type=int, default=None, help="CPUs of a local instance")
-    parser.add_argument("--eval-opponent", default="random", help="opponent after training")
-    parser.add_argument("--eval-games", type=int, default=20, help="evaluation games (20)")
+    parser = make_parser()
     args = parser.parse_args(argv)
-    import ray
-
-    ray.init(
-        address=args.ray, num_cpus=None if args.ray else args.num_cpus,
-        include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR,
-    )  # fmt: skip
     try:
-        config = build_config(
-            args.opponent, args.batch, args.minibatch, args.epochs, args.env_runners,
-            seed=args.seed,
-        )  # fmt: skip
-        algo, _ = train(args.iterations, config)
-        player = RLlibPolicy(algo.get_module(MODULE_ID))
-        result = play_match(player, args.eval_opponent, games=args.eval_games, seed=args.seed)
-        print(
-            f"{player.name} vs {args.eval_opponent}: score {result.score:.3f} "
-            f"(wins {result.wins}, draws {result.draws}, losses {result.losses})"
-        )
-        algo.stop()
-    finally:
-        ray.shutdown()
+        config = config_from_args(args)
+        envs_per_runner(config, args.env_runners)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.env_runners < 0 or (args.num_cpus is not None and args.num_cpus < 1):
+        parser.error("--env-runners must be >= 0 and --num-cpus >= 1")
+    try:
+        # starts a local instance (stopped on leaving) or joins --ray, in one-line errors
+        executor = RayExecutor(address=args.ray, num_cpus=args.num_cpus)
+    except (ConnectionError, ValueError) as error:
+        ray.shutdown()  # what a failed start left running
+        print(f"rllib_selfplay: {error}", file=sys.stderr)
+        return 2
+    with executor:
+        try:
+            train(config, args.env_runners)
+        except KeyboardInterrupt:
+            print("rllib_selfplay: interrupted", file=sys.stderr)
+            return 130
     return 0
 
 
