@@ -24,6 +24,7 @@ import copy
 import dataclasses
 import hashlib
 import json
+import logging
 import math
 import pickle
 import time
@@ -58,6 +59,8 @@ __all__ = [
     "teacher_tensors",
     "write_torch_atomically",
 ]
+
+logger = logging.getLogger(__name__)
 
 #: the run's teacher positions, in its output directory (chunks in ``teacher/`` while labelling)
 TEACHER_FILE = "teacher.npz"
@@ -165,7 +168,7 @@ def pretrain_policy(
     batch_size: int,
     learning_rate: float,
     seed: int,
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = logger.info,
     value_weight: float = 0.5,
     progress: Path | None = None,
     settings: dict[str, Any] | None = None,

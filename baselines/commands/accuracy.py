@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
+import logging
 from pathlib import Path
 
 from connectx_gym.commands import (
@@ -32,6 +32,8 @@ __all__ = ["add_arguments", "run"]
 
 #: The one-line help of ``connectx --help`` (read from this source without importing it).
 HELP = "mistake rate against perfect play, per game phase"
+
+logger = logging.getLogger(__name__)
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -108,5 +110,5 @@ def run(args: argparse.Namespace) -> int:
     if args.png:
         from connectx_baselines.accuracy_plot import plot_mistake_rates
 
-        print(f"plot: {plot_mistake_rates(result, args.png)}", file=sys.stderr)
+        logger.info("plot: %s", plot_mistake_rates(result, args.png))
     return 0

@@ -106,7 +106,7 @@ def test_runs_in_kaggle_environments(exported: Path) -> None:
 def test_the_command_writes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     output = tmp_path / "main.py"
     assert main(["export-kaggle", "mcts:net=ppo,simulations=16", "-o", str(output)]) == 0
-    assert "wrote" in capsys.readouterr().out
+    assert "wrote" in capsys.readouterr().err  # a status line, on stderr
     board = Board.from_moves(Geometry(), (3, 3))
     assert board.can_play(load_agent(output)(observation(board), CONFIG))
 

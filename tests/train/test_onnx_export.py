@@ -205,7 +205,7 @@ def test_shipped_weights_export_by_name_as_export_kaggle_does(tmp_path, capsys):
     output = tmp_path / "ppo.onnx"
     assert cli.main(["export-onnx", "ppo", "-o", str(output), "--check", "20"]) == 0
     assert output.is_file()
-    assert "wrote" in capsys.readouterr().out
+    assert "wrote" in capsys.readouterr().err  # a status line, on stderr
 
 
 def _logits_growing_with_stones(scale: float) -> WeightsFile:
