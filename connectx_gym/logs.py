@@ -28,10 +28,8 @@ from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["NORMAL", "PACKAGES", "QUIET", "VERBOSE", "console", "console_handler", "log_file"]
+__all__ = ["NORMAL", "QUIET", "VERBOSE", "console", "console_handler", "log_file", "packages"]
 
-#: the loggers whose records the command shows (those of every module of the three packages)
-PACKAGES = ("connectx_gym", "connectx_baselines", "connectx_train")
 #: verbosity: warnings and errors only (``--quiet``)
 QUIET = -1
 #: verbosity: progress and status too (INFO, the default)
@@ -42,6 +40,17 @@ VERBOSE = 1
 LEVELS = {QUIET: logging.WARNING, NORMAL: logging.INFO, VERBOSE: logging.DEBUG}
 #: the format of a log file's lines
 FILE_FORMAT = "%(asctime)s %(levelname)s %(message)s"
+
+
+def packages() -> tuple[str, ...]:
+    """The packages whose loggers the command shows at its verbosity: the core and every package
+    that plugs into it (the top-level modules its entry points name, :mod:`connectx_gym.plugins`);
+    other libraries show their warnings only."""
+    from connectx_gym.plugins import COMMANDS_GROUP, LOADERS_GROUP, POLICIES_GROUP, plugins
+
+    groups = (POLICIES_GROUP, COMMANDS_GROUP, LOADERS_GROUP)
+    found = {entry.module.partition(".")[0] for g in groups for entry in plugins(g).values()}
+    return ("connectx_gym", *sorted(found - {"connectx_gym"}))
 
 
 def _bars_cleared() -> AbstractContextManager[Any]:
@@ -121,7 +130,7 @@ def console(verbosity: int = NORMAL) -> Iterator[logging.Handler]:
     level = LEVELS[verbosity]
     handler = console_handler()
     handler.setLevel(level)
-    loggers = [logging.getLogger(name) for name in PACKAGES]
+    loggers = [logging.getLogger(name) for name in packages()]
     saved = [logger.level for logger in loggers]
     root = logging.getLogger()
     root.addHandler(handler)
@@ -146,7 +155,7 @@ def log_file(path: str | Path) -> Iterator[Path]:
     handler.setFormatter(logging.Formatter(FILE_FORMAT))
     lowered = [
         logger
-        for logger in (logging.getLogger(name) for name in PACKAGES)
+        for logger in (logging.getLogger(name) for name in packages())
         if not logger.isEnabledFor(logging.INFO)
     ]
     saved = [logger.level for logger in lowered]

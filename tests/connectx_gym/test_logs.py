@@ -12,7 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from connectx_gym.logs import NORMAL, QUIET, VERBOSE, console, console_handler, log_file
+from connectx_gym.logs import (
+    NORMAL,
+    QUIET,
+    VERBOSE,
+    console,
+    console_handler,
+    log_file,
+    packages,
+)
 
 logger = logging.getLogger("connectx_gym.test_logs")
 
@@ -43,6 +51,10 @@ def test_each_verbosity_shows_its_levels_on_stderr_only(
     captured = capsys.readouterr()
     assert captured.err.splitlines() == expected
     assert captured.out == ""
+
+
+def test_the_packages_shown_are_the_core_and_those_plugged_into_it() -> None:
+    assert packages() == ("connectx_gym", "connectx_baselines", "connectx_train")
 
 
 def test_the_block_leaves_logging_as_it_found_it(capsys: pytest.CaptureFixture[str]) -> None:
