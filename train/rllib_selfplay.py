@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import functools
+import logging
 import sys
 import time
 from collections import deque
@@ -49,6 +50,7 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
     ) from None
 
 from connectx_gym.files import save_weights
+from connectx_gym.logs import console
 from connectx_gym.ray_executor import RayExecutor
 from connectx_train.budget import Budget, minutes, panel_seconds
 from connectx_train.config import TrainConfig
@@ -76,6 +78,9 @@ __all__ = [
     "make_parser",
     "train",
 ]
+
+#: named in full: run as ``python -m`` this module is ``__main__``
+logger = logging.getLogger("connectx_train.rllib_selfplay")
 
 #: the one RLModule both seats map to
 MODULE_ID = "shared"
@@ -286,7 +291,9 @@ def _keep_panel_time(run: RLlibRun, budget: Budget) -> None:
     budget.panel_seconds = panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
 
 
-def train(config: TrainConfig, env_runners: int = 0, log: Callable[[str], None] = print) -> dict:
+def train(
+    config: TrainConfig, env_runners: int = 0, log: Callable[[str], None] = logger.info
+) -> dict:
     """Train on the Ray instance this process is connected to (``ray.init`` first) and write the
     run's ``final.npz`` and report into ``config.out``; returns the report."""
     out = Path(config.out)
@@ -446,7 +453,7 @@ def main(argv: list[str] | None = None) -> int:
         ray.shutdown()  # what a failed start left running
         print(f"rllib_selfplay: {error}", file=sys.stderr)
         return 2
-    with executor:
+    with executor, console():  # the progress lines on stderr, as connectx train's
         try:
             train(config, args.env_runners)
         except KeyboardInterrupt:
