@@ -353,8 +353,6 @@ class EnvSteps(BaseCallback):
         super().__init__()
         self.run, self.stops, self.progress = run, stops, progress
         self.deadline = progress.deadline
-        # curriculum changes are logged where no bar is shown
-        self.announce = None if progress.show_bar else progress.log
 
     def _on_training_start(self) -> None:
         self.progress.start(self.num_timesteps, int(self.locals["total_timesteps"]))
@@ -370,9 +368,9 @@ class EnvSteps(BaseCallback):
                 won = info.get("winner") == info.get("agent_mark")
                 run.curriculum.record(state, label, won)
                 run.outcomes.setdefault(label, deque(maxlen=200)).append(float(won))
-        if run.curriculum.maybe_advance(state, self.num_timesteps) and self.announce:
+        if run.curriculum.maybe_advance(state, self.num_timesteps):  # logged above any bar
             labels = run.curriculum.labels(state.stage)
-            self.announce(f"step {self.num_timesteps}: curriculum -> {labels}")
+            self.progress.log(f"step {self.num_timesteps}: curriculum -> {labels}")
         self.progress.update(self.num_timesteps)
         if run.setup.clock.session_seconds() > self.deadline:
             state.stopped_by_time = True
