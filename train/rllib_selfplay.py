@@ -65,7 +65,7 @@ from connectx_train.finish import (
 from connectx_train.model import evaluate_panel, perfect_play_rates
 from connectx_train.rllib_env import AGENTS, ConnectXMultiAgentEnv
 from connectx_train.rllib_module import NETWORK_SETTINGS, ConnectXPPOModule, module_weights
-from connectx_train.run_setup import describe_device
+from connectx_train.run_setup import describe_device, thread_pools
 from connectx_train.state import Curriculum, RunState, SessionClock
 
 __all__ = [
@@ -92,7 +92,7 @@ RLLIB_SETTINGS = (
     *("n_steps", "batch_size", "n_epochs", "learning_rate", "final_learning_rate", "gamma"),
     *("gae_lambda", "clip_range", "ent_coef", "vf_coef", "max_grad_norm"),
     *NETWORK_SETTINGS,
-    *("panel", "eval_every", "eval_games", "final_games", "n_envs"),
+    *("panel", "eval_every", "eval_games", "final_games", "n_envs", "torch_threads"),
 )
 #: the other settings as this trainer runs: no teacher, the last weights played
 RLLIB_FIXED: dict[str, Any] = {"teacher_positions": 0, "average_weights": 1}
@@ -213,6 +213,7 @@ class RLlibRun:
     state: RunState
     clock: SessionClock
     log: Callable[[str], None]
+    env_runners: int = 0
     outcomes: dict[str, deque[float]] = dataclasses.field(default_factory=dict)
     timing: dict[str, float] = dataclasses.field(
         default_factory=lambda: {"rollout_seconds": 0.0, "update_seconds": 0.0}
@@ -305,41 +306,47 @@ def train(
     clock = SessionClock(state)
     budget = Budget.from_minutes(clock, config.max_minutes)
     algo = build_config(config, env_runners).build_algo()
-    run = RLlibRun(config, algo, curriculum, state, clock, log)
+    run = RLlibRun(config, algo, curriculum, state, clock, log, env_runners)
     try:
-        _keep_panel_time(run, budget)
-        log(budget.describe(None, None))
-        state.next_eval = config.eval_every
-        iteration_seconds = 0.0
-        while state.timesteps < config.timesteps:
-            if clock.session_seconds() + iteration_seconds > budget.ppo_deadline():
-                state.stopped_by_time = True
-                break
-            started = time.perf_counter()
-            _iteration(run)
-            run.count_games()
-            iteration_seconds = time.perf_counter() - started
-            if config.eval_every and state.timesteps >= state.next_eval:
-                state.next_eval += config.eval_every * (
-                    (state.timesteps - state.next_eval) // config.eval_every + 1
-                )
-                run.evaluate()
-            rate = state.timesteps / max(clock.session_seconds(), 1e-9)
-            log(
-                f"RLlib PPO: step {state.timesteps:,}/{config.timesteps:,}, {rate:.0f} steps/s, "
-                f"stage {state.stage}, {minutes(budget.ppo_deadline() - clock.session_seconds())}"
-                " left in the budget"
-                if budget.bounded
-                else f"RLlib PPO: step {state.timesteps:,}/{config.timesteps:,}, {rate:.0f} steps/s"
-            )
-        return _finish(run, env_runners)
+        # the learner's torch threads (it runs in this process), numpy's BLAS on one
+        with thread_pools(config.torch_threads):
+            _keep_panel_time(run, budget)
+            log(budget.describe(None, None))
+            _iterate(run, budget)
+            return _finish(run)
     finally:
         algo.stop()
 
 
-def _finish(run: RLlibRun, env_runners: int) -> dict[str, Any]:
-    """``final.npz``, the final panel and the report, as ``connectx train`` writes them."""
+def _iterate(run: RLlibRun, budget: Budget) -> None:
+    """PPO's iterations until the steps are done or the budget's PPO deadline comes (leaving
+    time for one more iteration as long as the last one), the panel played as it falls due."""
     config, state, clock = run.config, run.state, run.clock
+    state.next_eval = config.eval_every
+    iteration_seconds = 0.0
+    while state.timesteps < config.timesteps:
+        if clock.session_seconds() + iteration_seconds > budget.ppo_deadline():
+            state.stopped_by_time = True
+            return
+        started = time.perf_counter()
+        _iteration(run)
+        run.count_games()
+        iteration_seconds = time.perf_counter() - started
+        if config.eval_every and state.timesteps >= state.next_eval:
+            late = (state.timesteps - state.next_eval) // config.eval_every + 1
+            state.next_eval += config.eval_every * late
+            run.evaluate()
+        rate = state.timesteps / max(clock.session_seconds(), 1e-9)
+        line = f"RLlib PPO: step {state.timesteps:,}/{config.timesteps:,}, {rate:.0f} steps/s"
+        if budget.bounded:
+            left = minutes(budget.ppo_deadline() - clock.session_seconds())
+            line += f", stage {state.stage}, {left} left in the budget"
+        run.log(line)
+
+
+def _finish(run: RLlibRun) -> dict[str, Any]:
+    """``final.npz``, the final panel and the report, as ``connectx train`` writes them."""
+    config, state, clock, env_runners = run.config, run.state, run.clock, run.env_runners
     out = Path(config.out)
     weights = run.weights()
     save_weights(weights, out / "final.npz")
@@ -439,6 +446,8 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser()
     args = parser.parse_args(argv)
+    # RLlib's notice that PPO runs on its new API stack, on every start: not the user's concern
+    logging.getLogger("ray.rllib").setLevel(logging.ERROR)
     try:
         config = config_from_args(args)
         envs_per_runner(config, args.env_runners)
