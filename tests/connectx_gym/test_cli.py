@@ -315,12 +315,10 @@ def test_noise_suffix_in_every_command(
     code, out, err = run(capsys, "evaluate", "onestep~0.25", "random~0.5", "--games", "2")
     assert code == 0, err
     assert "onestep~0.25" in out
-    png = tmp_path / "t.png"
-    argv = ["tournament", "random", "onestep~0.5", "--games", "2", "--png", "", "--json"]
+    argv = ["tournament", "random", "onestep~0.5", "--games", "2", "--json"]
     code, out, err = run(capsys, *argv)
     assert code == 0, err
     assert {p["player"] for p in json.loads(out)["players"]} == {"random", "onestep~0.5"}
-    assert not png.exists()
     monkeypatch.setattr("builtins.input", lambda prompt="": "q")
     code, out, err = run(capsys, "play", "--opponent", "random~0.1")
     assert code == 0, err
@@ -360,7 +358,7 @@ def test_light_commands_never_import_torch(tmp_path: Path) -> None:
         "from connectx_gym.cli import main\n"
         "builtins.input = lambda prompt='': 'q'\n"
         f"assert main(['evaluate', 'random', {str(model)!r}, '--games', '2']) == 0\n"
-        "assert main(['tournament', 'random', 'random~0.5', '--games', '2', '--png', '']) == 0\n"
+        "assert main(['tournament', 'random', 'random~0.5', '--games', '2']) == 0\n"
         "assert main(['play', '--opponent', 'random']) == 0\n"
         f"assert main(['export-kaggle', {str(model)!r}, '-o', {str(exported)!r}]) == 0\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in\n"
