@@ -388,13 +388,23 @@ class TrainConfig:
     )
     ray: str = _machine(
         "",
-        help="label the teacher positions as Ray tasks, with the labels of local processes: the "
+        help="label the teacher positions as Ray tasks and, with --vec-env batched, play the "
+        "rollouts' env slices on Ray actors, with a local run's results: the "
         "flag alone or 'local' starts Ray on this machine, ADDRESS (HOST:PORT, ray://HOST:PORT, "
         "auto: the cluster this machine is in) joins that cluster (needs the ray extra)",
         check=lambda text: text in ("", "local") or check_address(text),
         metavar="ADDRESS",
         default_text="'': --teacher-workers local processes",
         flag_alone="local",
+    )
+    env_slices: int = setting(
+        1,
+        help="slices the --n-envs boards are cut into (--vec-env batched), each with its own "
+        "random stream: the same seed and slices play the same games with and without --ray, "
+        "where each slice is a Ray actor of one CPU",
+        group=PERFORMANCE,
+        on_resume=CHANGES,
+        bounds=(1, MAX_WIDTH),
     )
 
     def validate(self) -> None:
@@ -411,6 +421,8 @@ class TrainConfig:
             raise ValueError("give at least one --opponent or curriculum stage")
         if not self.panel:
             raise ValueError("the evaluation panel is empty")
+        if self.env_slices > 1 and (self.vec_env != "batched" or self.env_slices > self.n_envs):
+            raise ValueError("--env-slices above 1 needs --vec-env batched and --n-envs >= it")
         rollout = self.n_envs * self.n_steps
         if rollout > self.timesteps:
             raise ValueError(

@@ -375,16 +375,20 @@ def queue_opponents(
 
 
 def collect_timing(env: VecEnv) -> dict[str, Any]:
-    """The envs' :meth:`OpponentSlot.timing`, summed."""
+    """The envs' :meth:`OpponentSlot.timing`, summed (and the ``cluster`` of Ray actors that
+    :class:`connectx_train.ray_rollouts.SlicedVecEnv` names)."""
     opponents: dict[str, list[float]] = {}
     env_seconds = 0.0
-    for timing in env.env_method("timing"):
+    timings = env.env_method("timing")
+    named = [timing["cluster"] for timing in timings if "cluster" in timing]
+    for timing in timings:
         env_seconds += timing["env_seconds"]
         for label, (seconds, moves) in timing["opponents"].items():
             entry = opponents.setdefault(label, [0.0, 0])
             entry[0] += seconds
             entry[1] += moves
-    return {"env_seconds": env_seconds, "opponents": opponents}
+    cluster = {"cluster": named[0]} if named else {}
+    return {"env_seconds": env_seconds, "opponents": opponents, **cluster}
 
 
 def close_env(env: VecEnv) -> None:

@@ -83,11 +83,11 @@ from connectx_train.model import (
 from connectx_train.opponents import (
     close_env,
     collect_timing,
-    make_vec_env,
     queue_opponents,
     snapshot_device,
 )
 from connectx_train.ppo_progress import PPOProgress
+from connectx_train.ray_rollouts import RolloutsLostError, train_env
 from connectx_train.run_setup import (
     EXIT_INTERRUPTED,
     EXIT_TIME_LIMIT,
@@ -183,11 +183,14 @@ def train(config: TrainConfig, log: Callable[[str], None] = logger.info) -> dict
             timing = {**collect_timing(run.env), **run.timing}
             close_env(run.env)
             return finish(setup, run.model, run.state, timing, log, stops.check)
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, RolloutsLostError) as stop:
             close_env(run.env)
             with stops.ignored():
                 run.save_checkpoint()
-            raise RunInterruptedError(setup.out, int(run.model.num_timesteps)) from None
+            steps = int(run.model.num_timesteps)
+            if isinstance(stop, RolloutsLostError):  # a Ray actor that could not be restarted
+                raise stop.stopped(setup.out, steps) from None
+            raise RunInterruptedError(setup.out, steps) from None
 
 
 def start_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
@@ -226,7 +229,7 @@ def start_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
         except KeyboardInterrupt:
             raise interrupted(out, "while labelling teacher positions", kept) from None
     labelling_seconds = setup.clock.session_seconds()
-    env = make_vec_env(config)
+    env = train_env(config)
     model = new_model(config, env, out, setup.device, setup.precision.bf16)
     run = Run(setup, state, curriculum, env, model)
     run.timing["labelling_seconds"] = labelling_seconds
@@ -283,7 +286,7 @@ def resume_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
         fraction, _ = sized_teacher(config)
         if fraction > 0:
             teacher = load_teacher(config, out, log, fraction=fraction, stop=setup.budget.over)
-    env = make_vec_env(config)
+    env = train_env(config)
     # built with this session's device and number format (a run may go on on another machine)
     kwargs = policy_kwargs(config, setup.precision.bf16)
     model = load_model(out / CHECKPOINT_FILE, env, out, setup.device, kwargs)

@@ -1,6 +1,7 @@
 """``connectx train --ray``: the setting (the flag alone starts a local instance, a wrong address is
 a one-line error, free on ``--resume``), and a run stopped by Ctrl-C or SIGTERM while its teacher
-chunks are Ray tasks exits as a stopped run and leaves no Ray process behind.
+chunks are Ray tasks, or while its rollouts run on Ray actors, exits as a stopped run and leaves no
+Ray process behind.
 
 The runs are subprocesses with a mark in their environment that every process Ray starts for
 them inherits, so that only their own processes are counted (other Ray work may run on the
@@ -149,6 +150,47 @@ def test_a_stop_signal_while_labelling_on_ray_leaves_no_ray_process(tmp_path, nu
     assert "while labelling" in text
     assert "Traceback" not in text
     assert len(started) >= 3  # the raylet, the object store's and control processes, workers
+    _, alive = psutil.wait_procs(started, timeout=60)
+    left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [" ".join(p.cmdline()) for p in left]
+    assert not marked(mark)
+
+
+def rollout_actors(mark: str) -> list[Any]:
+    """The run's env slices on Ray actors (:mod:`connectx_train.ray_rollouts`)."""
+    actors = []
+    for process in marked(mark):
+        try:
+            if "ray::EnvSlice" in " ".join(process.cmdline()):
+                actors.append(process)
+        except psutil.Error:
+            continue
+    return actors
+
+
+def test_sigterm_while_rollouts_run_on_ray_leaves_no_ray_process(tmp_path):
+    """SIGTERM (what schedulers send; Ctrl-C takes the same path, tested while labelling)."""
+    mark, out = uuid.uuid4().hex, tmp_path / "run"
+    extra = ("--teacher-positions", "0", "--timesteps", "100000", "--env-slices", "2", "--ray")
+    process, err_path = run_train(out, mark, *extra)
+    try:
+        deadline = time.monotonic() + 300  # Ray's start and the actors' imports when loaded
+        while len(rollout_actors(mark)) < 2 or not (out / "checkpoint.zip").is_file():
+            assert process.poll() is None, err_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, "no rollouts on Ray within 300 s"
+            time.sleep(0.1)
+        time.sleep(1.0)  # into PPO's rollouts
+        started = marked(mark)
+        process.send_signal(signal.SIGTERM)
+        status = process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    text = err_path.read_text(errors="replace")
+    assert status == 130, text
+    assert "continue with: connectx train --resume" in text
+    assert "Traceback" not in text
     _, alive = psutil.wait_procs(started, timeout=60)
     left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
     assert not left, [" ".join(p.cmdline()) for p in left]
