@@ -1,18 +1,10 @@
 """Every setting of ``connectx train``: one documented dataclass, each field declared once.
 
 Each field is a :func:`connectx_train.config_types.setting`: its default, help group, help text,
-bounds and what ``--resume`` may do with it, side by side. Field names map to flags with dashes
-(``n_envs`` -> ``--n-envs``, :mod:`connectx_train.config_cli`); tuples take several values
-(``--panel random onestep``). The defaults are the main run's (its length: ``connectx train
---help``).
-
-Opponents: ``--opponent`` (repeatable) fixes one opponent mixture (the grammar: ``connectx train
---help``) for the whole run; otherwise the run walks through the ``--curriculum`` stages, moving on
-when the recent win rate against the current stage passes ``--advance-threshold``, with a
-``selfplay_weight`` share of its games against snapshots of itself and a ``review_weight`` share
-against earlier stages. Teacher: before PPO the policy is taught the exact values of
-``teacher_positions`` solver-labelled positions and the ``teacher_book`` books
-(:mod:`connectx_train.teacher`), the run's only use of exact scores.
+bounds and what ``--resume`` may do with it, side by side; field names map to flags with dashes
+(``n_envs`` -> ``--n-envs``, :mod:`connectx_train.config_cli`). The defaults are the main run's.
+The opponents' grammar and the curriculum: ``connectx train --help``; the teacher, the run's only
+use of exact scores: :mod:`connectx_train.teacher`.
 """
 
 from __future__ import annotations
@@ -31,14 +23,25 @@ from connectx_gym.outputs import write_text_atomically
 from connectx_gym.ray_executor import check_address
 from connectx_train.config_types import (
     BOARD,
+    DEFAULT_OPENING_PLIES,
+    DEVICES,
     EVALUATION,
+    MAX_COUNT,
+    MAX_REPEATS,
+    MAX_TRAIN_SEED,
+    MAX_WIDTH,
     NETWORK,
     OPPONENTS,
     PERFORMANCE,
     PPO,
+    PRECISIONS,
     RUN,
     TEACHER,
+    TEACHER_LABELS,
+    VEC_ENVS,
     OnResume,
+    check_init_weights,
+    check_rollout,
     check_setting,
     check_setting_type,
     declaration,
@@ -59,25 +62,6 @@ __all__ = [
 ]
 
 FREE, CHANGES, FIXED = OnResume.FREE, OnResume.CHANGES, OnResume.FIXED
-
-#: the choices of ``--vec-env``
-VEC_ENVS = ("batched", "subproc", "dummy")
-#: the choices of ``--teacher-labels``
-TEACHER_LABELS = ("shipped", "label")
-#: the choices of ``--precision``
-PRECISIONS = ("auto", "bf16", "fp32")
-#: the choices of ``--device``
-DEVICES = ("auto", "cpu", "cuda")
-#: random stones before each training game when ``opening_plies`` is unset (capped by the board)
-DEFAULT_OPENING_PLIES = 4
-#: the largest seed (numpy's global seed, which SB3 sets, takes 32 bits; the run adds offsets)
-MAX_TRAIN_SEED = 2**31 - 1
-#: the most steps, games and positions a setting may ask for
-MAX_COUNT = 10**10
-#: the most channels, units of a dense layer, envs, threads or processes
-MAX_WIDTH = 4096
-#: the most passes, blocks, layers, snapshots and the like
-MAX_REPEATS = 1000
 
 
 def _count(default: int, help: str, group: str, on_resume: OnResume, low: int = 1) -> Any:
@@ -236,6 +220,15 @@ class TrainConfig:
         bounds=(0, MAX_TRAIN_SEED),
         default_text="--seed",
     )
+    teacher_learning_rate: float = setting(
+        2e-3,
+        help="Adam's rate at the start of the supervised passes (cosine-decayed to zero); lower "
+        "it to refine a network given by --init-weights rather than unlearn it",
+        group=TEACHER,
+        on_resume=CHANGES,
+        bounds=(0, 1),
+        low_excluded=True,
+    )
     teacher_epochs: int = setting(
         10,
         help="supervised passes over the teacher positions before PPO",
@@ -309,6 +302,15 @@ class TrainConfig:
         0.5, help="gradient clipping norm", bounds=(0, 10**6), low_excluded=True
     )
     # network: its checkpoint holds it
+    init_weights: str = _network(
+        "",
+        help="start from these weights instead of a fresh network: a shipped network's name "
+        "(ppo, ppo-v1) or a weights-only .npz of the same network settings (--channels, "
+        "--blocks, --features-dim; a value head is read when the file has one)",
+        check=check_init_weights,
+        metavar="WEIGHTS",
+        default_text="'': a fresh network",
+    )
     channels: int = _network(64, help="channels of the CNN's convolutions", bounds=(1, 1024))
     blocks: int = _network(2, help="residual blocks after the stem convolution", bounds=(0, 64))
     features_dim: int = _network(
@@ -423,14 +425,7 @@ class TrainConfig:
             raise ValueError("the evaluation panel is empty")
         if self.env_slices > 1 and (self.vec_env != "batched" or self.env_slices > self.n_envs):
             raise ValueError("--env-slices above 1 needs --vec-env batched and --n-envs >= it")
-        rollout = self.n_envs * self.n_steps
-        if rollout > self.timesteps:
-            raise ValueError(
-                f"one rollout (--n-envs {self.n_envs} x --n-steps {self.n_steps} = {rollout:,} "
-                f"steps) is more than --timesteps {self.timesteps:,}: "
-                f"{_smaller_rollout(self.timesteps, self.n_envs)}, or raise --timesteps to "
-                f"{rollout:,} or more"
-            )
+        check_rollout(self.n_envs, self.n_steps, self.timesteps)
 
     @property
     def geometry(self) -> Geometry:
@@ -481,13 +476,6 @@ class TrainConfig:
     def save(self, path: Path) -> None:
         """Write the settings as JSON."""
         write_text_atomically(path, json.dumps(self.to_json(), indent=2))
-
-
-def _smaller_rollout(timesteps: int, n_envs: int) -> str:
-    """A suggestion of ``--n-envs`` and ``--n-steps`` whose rollout fits ``timesteps``."""
-    if timesteps >= n_envs:
-        return f"lower --n-steps to {timesteps // n_envs} or less"
-    return f"lower --n-envs to {timesteps} or less with --n-steps 1"
 
 
 def settings_on_resume(kind: OnResume) -> frozenset[str]:

@@ -39,22 +39,35 @@ from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field
 from typing import Any
 
+from connectx_gym.files import SHIPPED_WEIGHTS
+
 __all__ = [
     "BOARD",
+    "DEFAULT_OPENING_PLIES",
+    "DEVICES",
     "EVALUATION",
     "GROUPS",
+    "MAX_COUNT",
+    "MAX_REPEATS",
+    "MAX_TRAIN_SEED",
+    "MAX_WIDTH",
     "NETWORK",
     "NO_BOOKS",
     "OPPONENTS",
     "PERFORMANCE",
     "PPO",
+    "PRECISIONS",
     "RUN",
     "SETTING",
     "TEACHER",
+    "TEACHER_LABELS",
+    "VEC_ENVS",
     "BookUse",
     "OnResume",
     "Setting",
     "argument_type",
+    "check_init_weights",
+    "check_rollout",
     "check_setting",
     "check_setting_type",
     "declaration",
@@ -65,6 +78,49 @@ __all__ = [
     "upgrade_saved_books",
     "upgrade_saved_settings",
 ]
+
+#: the choices of ``--vec-env``
+VEC_ENVS = ("batched", "subproc", "dummy")
+#: the choices of ``--teacher-labels``
+TEACHER_LABELS = ("shipped", "label")
+#: the choices of ``--precision``
+PRECISIONS = ("auto", "bf16", "fp32")
+#: the choices of ``--device``
+DEVICES = ("auto", "cpu", "cuda")
+#: random stones before each training game when ``opening_plies`` is unset (capped by the board)
+DEFAULT_OPENING_PLIES = 4
+#: the largest seed (numpy's global seed, which SB3 sets, takes 32 bits; the run adds offsets)
+MAX_TRAIN_SEED = 2**31 - 1
+#: the most steps, games and positions a setting may ask for
+MAX_COUNT = 10**10
+#: the most channels, units of a dense layer, envs, threads or processes
+MAX_WIDTH = 4096
+#: the most passes, blocks, layers, snapshots and the like
+MAX_REPEATS = 1000
+
+
+def check_init_weights(text: str) -> None:
+    """Refuse an ``init_weights`` that is neither empty, a shipped network's name nor a path to
+    a weights-only ``.npz`` (the file itself is read when the network is built)."""
+    if text and text not in SHIPPED_WEIGHTS and not text.endswith(".npz"):
+        shipped = ", ".join(SHIPPED_WEIGHTS)
+        raise ValueError(f"{text!r} is neither a shipped network ({shipped}) nor a .npz file")
+
+
+def check_rollout(n_envs: int, n_steps: int, timesteps: int) -> None:
+    """Refuse a rollout (``n_envs`` x ``n_steps``) longer than the run, suggesting one that fits."""
+    rollout = n_envs * n_steps
+    if rollout <= timesteps:
+        return
+    if timesteps >= n_envs:
+        smaller = f"lower --n-steps to {timesteps // n_envs} or less"
+    else:
+        smaller = f"lower --n-envs to {timesteps} or less with --n-steps 1"
+    raise ValueError(
+        f"one rollout (--n-envs {n_envs} x --n-steps {n_steps} = {rollout:,} steps) is more than "
+        f"--timesteps {timesteps:,}: {smaller}, or raise --timesteps to {rollout:,} or more"
+    )
+
 
 RUN = "run and output"
 BOARD = "board"

@@ -215,12 +215,12 @@ def start_from_weights(policy: torch.nn.Module, weights: WeightsFile, source: st
             )
         copies.append((parameter, array))
     value = list(pairs(sorted(critic)))
-    with_value = all(fits(parameter, array) for _, parameter, array in value)
+    with_value = weights.value is not None and all(fits(p, array) for _, p, array in value)
     if with_value:
         copies.extend((parameter, array) for _, parameter, array in value)
     with torch.no_grad():
         for parameter, array in copies:
-            parameter.copy_(torch.from_numpy(np.asarray(array)))
+            parameter.copy_(torch.as_tensor(np.array(array, dtype=np.float32)))
     said = "and its value head" if with_value else "(the value head starts fresh)"
     return f"starting from the weights of {source} {said}"
 

@@ -66,7 +66,8 @@ logger = logging.getLogger(__name__)
 TEACHER_FILE = "teacher.npz"
 #: the supervised passes done so far, in the run's output directory until PPO's first checkpoint
 TEACHER_PROGRESS_FILE = "teacher_progress.pt"
-#: Adam's rate for the supervised passes before PPO (cosine-decayed to zero)
+#: Adam's rate of the trial batches that time a supervised pass (the passes take
+#: ``--teacher-learning-rate``)
 PRETRAIN_LEARNING_RATE = 2e-3
 #: minibatch of the supervised passes and of the replay
 TEACHER_BATCH = 256

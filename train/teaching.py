@@ -39,7 +39,6 @@ from connectx_train.budget import (
 from connectx_train.config import TrainConfig
 from connectx_train.state import write_json
 from connectx_train.teacher import (
-    PRETRAIN_LEARNING_RATE,
     TEACHER_BATCH,
     TEACHER_FILE,
     TEACHER_PROGRESS_FILE,
@@ -224,7 +223,7 @@ def teach(
         subset(teacher, plan.positions, config.seed + 4),
         epochs=plan.epochs,
         batch_size=TEACHER_BATCH,
-        learning_rate=PRETRAIN_LEARNING_RATE,
+        learning_rate=config.teacher_learning_rate,
         seed=config.seed,
         log=log,
         progress=out / TEACHER_PROGRESS_FILE,

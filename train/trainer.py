@@ -76,9 +76,11 @@ from connectx_train.model import (
     new_model,
     perfect_play_rates,
     policy_kwargs,
+    read_init_weights,
     restore_extras,
     save_extras,
     save_model,
+    start_from_weights,
 )
 from connectx_train.opponents import (
     close_env,
@@ -207,6 +209,9 @@ def start_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
             log(line)
     if config.resume:
         log(f"{out} has no checkpoint yet: going on from what its last session saved")
+    start_weights = (
+        read_init_weights(config.init_weights, config.geometry) if config.init_weights else None
+    )
     config.save(out / "config.json")
     state = RunState(
         next_snapshot=config.snapshot_every,
@@ -231,6 +236,8 @@ def start_run(setup: RunSetup, log: Callable[[str], None]) -> Run:
     labelling_seconds = setup.clock.session_seconds()
     env = train_env(config)
     model = new_model(config, env, out, setup.device, setup.precision.bf16)
+    if start_weights is not None:
+        log(start_from_weights(model.policy, start_weights, config.init_weights))
     run = Run(setup, state, curriculum, env, model)
     run.timing["labelling_seconds"] = labelling_seconds
     if teacher is not None and config.teacher_replay:

@@ -295,7 +295,7 @@ def test_a_run_killed_while_teaching_goes_on_to_the_same_weights(tmp_path: Path)
 def test_presets_are_valid_configs() -> None:
     for name in PRESETS:
         preset_config(name).validate()
-    strong = preset_config("strong")
+    strong = preset_config("strong-v1")
     assert strong.teacher_positions > 0
     assert strong.channels > TrainConfig().channels
     # The default keeps the parts of the growing books that made its README run: two copies of
@@ -321,8 +321,15 @@ def test_presets_are_valid_configs() -> None:
     assert dataclasses.replace(long, **same) == default
     assert (strong.channels, strong.blocks, strong.timesteps) == (96, 3, 800_000)
     # Unbounded: a session's bound would cut its hour of supervised passes on 2 CPU cores to
-    # the teacher's share, and the preset would no longer be the recipe that made ppo.
+    # the teacher's share, and the preset would no longer be the recipe that made ppo-v1.
     assert strong.max_minutes == 0
+    # --preset strong goes on from ppo-v1 (the same network) with the random book as well, its
+    # whole teacher set taught however short its PPO
+    again = preset_config("strong")
+    assert (again.init_weights, again.channels, again.blocks) == ("ppo-v1", 96, 3)
+    assert "random" in {use.name for use in parse_teacher_books(again.teacher_book)}
+    assert not again.scale_teacher
+    assert again.max_minutes == 0
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.
     assert len(default.curriculum) == 14

@@ -99,7 +99,7 @@ def test_setting_is_validated_and_the_strong_preset_averages_two() -> None:
     with pytest.raises(ValueError, match="average_weights must be >= 1"):
         TrainConfig(average_weights=0).validate()
     assert TrainConfig().average_weights == 1
-    assert PRESETS["strong"][1]["average_weights"] == 2
+    assert PRESETS["strong-v1"][1]["average_weights"] == 2
     # a run saved before the setting existed resumes with the last weights alone
     saved = TrainConfig().to_json()
     del saved["average_weights"]
