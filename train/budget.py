@@ -20,6 +20,14 @@ whole (:class:`Budget`), and the phases share it so that PPO always gets its sha
 Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling or teaching
 keeps the chunks labelled and the passes done, and the same command goes on from them.
 
+What someone watching a run sees of its progress against the bound: :class:`EtaLog`'s progress
+lines with the time left (labelling, teaching, the final panel) and PPO's (:class:`PPOProgress`):
+where stderr is a terminal, a progress bar of the session's steps on stderr
+(:class:`connectx_gym.progress.Progress`; log lines are written above it, see
+:mod:`connectx_gym.logs`); into a pipe or a file (``nohup connectx train 2> log &``), where a bar
+would show nothing until the end, a log line a minute instead:
+``PPO: step N/M, K steps/s, ~T min left``.
+
 Before that, a run is sized to its steps (:func:`sized_teacher_fraction`): the supervised passes
 see at most as many positions as PPO's updates do (``timesteps * n_epochs``), so a short run gets
 a short teacher (the default run and the presets are below that cap and keep their whole set).
@@ -34,16 +42,19 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from connectx_gym.progress import Progress
 from connectx_train.state import SessionClock
 
 __all__ = [
     "LABEL_SECONDS_PER_CHUNK",
     "MIN_TEACHER_POSITIONS",
     "PPO_OVER_UPDATES",
+    "PROGRESS_EVERY",
     "TEACHER_SHARE",
     "TEACHING_GIVES_WAY",
     "Budget",
     "EtaLog",
+    "PPOProgress",
     "TeachingPlan",
     "TimeLimitReachedError",
     "minutes",
@@ -265,3 +276,48 @@ class EtaLog:
         rate = (done - self.first) / max(now - self.started, 1e-9)
         left = (self.total - done) / rate if rate > 0 else math.inf
         self.log(text(f"{minutes(left)} left" if done < self.total else "done"))
+
+
+#: seconds between progress lines where no progress bar is shown
+PROGRESS_EVERY = 60.0
+
+
+class PPOProgress:
+    """The bar (``bar``) or the progress lines (to ``log``) of one session's PPO steps, timed by
+    ``clock`` (seconds) against its ``deadline`` on that clock."""
+
+    def __init__(
+        self, log: Callable[[str], None], clock: Callable[[], float], deadline: float, bar: bool
+    ) -> None:
+        self.log, self.clock, self.deadline, self.show_bar = log, clock, deadline, bar
+        self.bar = Progress(0, "PPO steps", enabled=False)
+        self.started = self.last = 0.0
+        self.first = self.total = 0
+
+    def start(self, steps: int, total: int) -> None:
+        """The session starts at step ``steps`` of ``total``."""
+        self.started = self.last = self.clock()
+        self.first, self.total = steps, total
+        self.bar = Progress(total - steps, "PPO steps", enabled=self.show_bar)
+
+    def update(self, steps: int) -> None:
+        """The bar at step ``steps``."""
+        self.bar.update(steps - self.first - self.bar.done)
+
+    def announce(self, steps: int) -> None:
+        """``PPO: step N/M, K steps/s, ~T min left``, once a minute where no bar is shown."""
+        now = self.clock()
+        if self.show_bar or now - self.last < PROGRESS_EVERY:
+            return
+        self.last = now
+        rate = (steps - self.first) / max(now - self.started, 1e-9)
+        left = max(self.total - steps, 0) / rate if rate > 0 else math.inf
+        capped = " (the time limit first)" if now + left > self.deadline else ""
+        self.log(
+            f"PPO: step {steps:,}/{self.total:,}, {rate:.0f} steps/s, "
+            f"{minutes(min(left, self.deadline - now))} left{capped}"
+        )
+
+    def close(self) -> None:
+        """End the bar."""
+        self.bar.close()

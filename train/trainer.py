@@ -63,7 +63,7 @@ from connectx_gym.files import save_weights
 from connectx_gym.logs import log_file
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
-from connectx_train.budget import TimeLimitReachedError, panel_seconds
+from connectx_train.budget import PPOProgress, TimeLimitReachedError, panel_seconds
 from connectx_train.config import TrainConfig, parse_mixture
 from connectx_train.finish import check_report, finish
 from connectx_train.model import (
@@ -88,7 +88,6 @@ from connectx_train.opponents import (
     queue_opponents,
     snapshot_device,
 )
-from connectx_train.ppo_progress import PPOProgress
 from connectx_train.ray_rollouts import RolloutsLostError, train_env
 from connectx_train.run_setup import (
     EXIT_INTERRUPTED,

@@ -7,7 +7,7 @@ import io
 
 import pytest
 
-from connectx_train.ppo_progress import PROGRESS_EVERY, PPOProgress
+from connectx_train.budget import PROGRESS_EVERY, PPOProgress
 
 
 class Clock:
