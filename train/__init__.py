@@ -19,12 +19,13 @@ One concern per module. A run, read top to bottom:
 Beside them: ``config`` (settings, no torch) with ``config_types`` (what a setting declares, the
 help groups, the mixture and book lists), ``config_cli`` (the flags and ``--help`` text) and
 ``presets``; ``state`` (``RunState``: what ``state.json`` stores, and the curriculum's rules; no
-SB3), ``budget`` (one time bound over the phases, their progress lines), ``teacher``, ``networks`` (the policy network;
-weights-only descriptions from it and run in torch), ``vec_env`` (the batched env as an SB3
-``VecEnv``), ``learning_curves``, ``export`` (Kaggle: a network or a search) and ``onnx_export``,
-the ``rllib_*`` modules (the ``rllib`` extra; never imported by the rest), ``sb3_files`` (SB3 and
-torch files, SB3 imported without the unmaintained ``gym``) and ``commands/`` (the ``connectx``
-subcommands).
+SB3), ``budget`` (one time bound over the phases, their progress lines), ``teacher``,
+``networks`` (the policy network; weights-only descriptions from it and run in torch),
+``vec_env`` (the batched env as an SB3 ``VecEnv``), ``learning_curves``, ``export`` (Kaggle: a
+network or a search) and ``onnx_export``, ``ray_rollouts`` and ``env_slices`` (``--ray``'s
+rollouts), the ``rllib_*`` modules (the ``rllib`` extra; never imported by the rest),
+``sb3_files`` (SB3 and torch files, SB3 imported without the unmaintained ``gym``) and
+``commands/`` (the ``connectx`` subcommands).
 """
 
 from connectx_train import sb3_files
