@@ -403,7 +403,7 @@ class TrainConfig:
         1,
         help="slices the --n-envs boards are cut into (--vec-env batched), each with its own "
         "random stream: the same seed and slices play the same games with and without --ray, "
-        "where each slice is a Ray actor of one CPU",
+        "where each slice is a Ray actor holding an equal share of the cluster's CPUs",
         group=PERFORMANCE,
         on_resume=CHANGES,
         bounds=(1, MAX_WIDTH),

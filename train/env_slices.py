@@ -31,6 +31,7 @@ __all__ = [
     "SliceReset",
     "SliceStep",
     "slice_bounds",
+    "slice_cpus",
 ]
 
 #: a slice's queued opponents: (board of the slice, label, opponent spec or policy)
@@ -82,13 +83,14 @@ class EnvSlice:
     """Boards ``start`` to ``stop`` (excluded) of the run's batched env with their opponents: a
     :class:`~connectx_train.opponents.BatchedOpponentSlots` of ``stop - start`` boards seeded
     with ``config.seed * 1000 + start``. ``threads`` (0: unchanged) sets numba's threads, which
-    the searching opponents use (on a Ray actor: the CPU it holds)."""
+    the searching opponents use (on a Ray actor: the CPUs it holds, at most the node's cores)."""
 
     def __init__(self, config: TrainConfig, start: int, stop: int, threads: int = 0) -> None:
         if threads:
             import numba
 
-            numba.set_num_threads(threads)
+            most = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
+            numba.set_num_threads(min(threads, most))
         self.env = BatchedOpponentSlots(dataclasses.replace(config, n_envs=stop - start))
         self.env.seed(config.seed * 1000 + start)
 
@@ -155,8 +157,10 @@ class LocalSlices:
 
 class RaySlices:
     """The slices as Ray actors on the cluster at ``address`` (``"local"``: an instance started
-    here, stopped by :meth:`close`), one CPU each, spread over the nodes. A wrong address, or a
-    cluster with fewer CPUs than slices, is a one-line error."""
+    here, stopped by :meth:`close`), spread over the nodes, each holding an equal share of the
+    cluster's CPUs (:func:`slice_cpus`) and running numba's threads on them; Ray restarts a lost
+    one up to ``restarts`` times. A wrong address, or a cluster with fewer CPUs than slices, is
+    a one-line error."""
 
     def __init__(
         self, config: TrainConfig, bounds: list[tuple[int, int]], address: str, restarts: int
@@ -166,24 +170,25 @@ class RaySlices:
         self._session = contextlib.ExitStack()
         self.ray = ray = self._session.enter_context(ray_session(address))
         try:
-            nodes = [node for node in ray.nodes() if node.get("Alive")]
-            cpus = sum(node["Resources"].get("CPU", 0) for node in nodes)
-            gpus = sum(node["Resources"].get("GPU", 0) for node in nodes)
-            where = "a Ray instance on this machine" if address == "local" else address
-            self.cluster = (
-                f"{_count(len(bounds), 'env slice')} as Ray actors on {where}: "
-                f"{_count(len(nodes), 'node')}, {cpus:g} CPUs, {gpus:g} GPUs"
-            )
+            nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
+            node_cpus = [int(node.get("CPU", 0)) for node in nodes]
+            cpus, gpus = sum(node_cpus), sum(node.get("GPU", 0) for node in nodes)
             if cpus < len(bounds):
                 raise ValueError(
                     f"--env-slices {len(bounds)} needs {len(bounds)} CPUs on the Ray cluster (one "
-                    f"an actor); it has {cpus:g}: lower --env-slices or add nodes"
+                    f"an actor); it has {cpus}: lower --env-slices or add nodes"
                 )
+            share = slice_cpus(node_cpus, len(bounds))
+            where = "a Ray instance on this machine" if address == "local" else address
+            self.cluster = (
+                f"{_count(len(bounds), 'env slice')} as Ray actors of {_count(share, 'CPU')} on "
+                f"{where}: {_count(len(nodes), 'node')}, {cpus} CPUs, {gpus:g} GPUs"
+            )
             actor = ray.remote(
-                num_cpus=1, max_restarts=restarts, max_task_retries=0,
+                num_cpus=share, max_restarts=restarts, max_task_retries=0,
                 scheduling_strategy="SPREAD",
             )(EnvSlice)  # fmt: skip
-            self.actors = [actor.remote(config, start, stop, 1) for start, stop in bounds]
+            self.actors = [actor.remote(config, start, stop, share) for start, stop in bounds]
         except BaseException:
             self._session.close()
             raise
@@ -221,6 +226,16 @@ class RaySlices:
                     self.ray.kill(actor)
         finally:
             self._session.close()
+
+
+def slice_cpus(node_cpus: Sequence[int], slices: int) -> int:
+    """The CPUs of each of ``slices`` actors on nodes of ``node_cpus`` CPUs: the largest equal
+    share of all the CPUs with which every actor fits on a node, at least 1 (one slice on a
+    local instance holds the machine, as the env of a run without Ray does)."""
+    share = sum(node_cpus) // slices
+    while share > 1 and sum(cpus // share for cpus in node_cpus) < slices:
+        share -= 1
+    return max(share, 1)
 
 
 def _count(count: int, what: str) -> str:

@@ -2,17 +2,16 @@
 process: :class:`SlicedVecEnv`, made by :func:`train_env`.
 
 ``--env-slices K`` cuts the run's ``--n-envs`` boards into K slices of consecutive boards (sizes
-differing by one at most). Slice k is a
-:class:`~connectx_train.opponents.BatchedOpponentSlots` of its boards
-(:class:`connectx_train.env_slices.EnvSlice`), seeded
-with the run's env seed plus the index of its first board (SB3's convention of one seed per
-board), so the partition decides the games, not the cluster: the same seed and the same K play
-the same games, and train the same weights, with and without ``--ray`` and on any cluster. With
-``--ray`` each slice is a Ray actor holding its boards and their opponents (one CPU each, spread
-over the cluster's nodes), and the learner stays in this process: every step sends each actor
-its boards' actions, with the opponents queued for them since the last call, and gathers the
-answers (observations, rewards, ends of games and the next action masks, so that MaskablePPO's
-request for the masks costs no call). One slice without ``--ray`` is the plain batched env.
+differing by one at most). Slice k is a :class:`~connectx_train.opponents.BatchedOpponentSlots`
+of its boards (:class:`connectx_train.env_slices.EnvSlice`), seeded with the run's env seed plus
+the index of its first board (SB3's convention of one seed per board), so the partition decides
+the games, not the cluster: the same seed and the same K play the same games, and train the same
+weights, with and without ``--ray`` and on any cluster. With ``--ray`` each slice is a Ray actor
+holding its boards and their opponents (spread over the cluster's nodes, each with an equal share
+of its CPUs), and the learner stays in this process: every step sends each actor its boards'
+actions, with the opponents queued for them since the last call, and gathers the answers
+(observations, rewards, ends of games and the next action masks, so that MaskablePPO's request
+for the masks costs no call). One slice without ``--ray`` is the plain batched env.
 
 Faults (Ray): every wait is bounded (:data:`START_SECONDS`, :data:`STEP_SECONDS`,
 :data:`RESTART_SECONDS`), so a lost node never hangs the run. A slice whose actor is lost (its

@@ -1,7 +1,7 @@
 """``connectx train --ray``'s rollouts on Ray's own multi-node test cluster (a head without CPUs
-and two worker nodes of two CPUs, on this machine): the games and the trained weights of a run
+and three worker nodes of one CPU, on this machine): the games and the trained weights of a run
 equal those of the same env slices in one process; a worker node killed mid-rollout has its
-slice's actor restarted on the other node and the run finishes, saying how many steps were
+slice's actor restarted on the free node and the run finishes, saying how many steps were
 dropped; a slice lost for good stops the run with a checkpoint that ``--resume`` finishes; a
 wrong address is one line. (Ctrl-C and SIGTERM under ``--ray``: ``tests/ray/test_train_ray.py``.)
 """
@@ -49,8 +49,8 @@ def cluster() -> Iterator[Cluster]:
     test_cluster = Cluster(
         initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
     )
-    for _ in range(2):
-        test_cluster.add_node(num_cpus=2)
+    for _ in range(3):  # two for the slices' actors, one free for a restarted actor
+        test_cluster.add_node(num_cpus=1)
     test_cluster.wait_for_nodes()
     ray.init(address=test_cluster.address, log_to_driver=False, logging_level=logging.ERROR)
     try:
@@ -75,7 +75,7 @@ def test_one_slice_on_the_cluster_plays_the_games_of_the_plain_batched_env(clust
     on_ray = SlicedVecEnv(config, cluster.address)
     try:
         assert on_ray.cluster == (
-            f"1 env slice as Ray actors on {cluster.address}: 3 nodes, 4 CPUs, 0 GPUs"
+            f"1 env slice as Ray actors of 1 CPU on {cluster.address}: 4 nodes, 3 CPUs, 0 GPUs"
         )
         assert_same_games(rollout(on_ray), rollout(BatchedOpponentSlots(config)))
     finally:
@@ -89,7 +89,8 @@ def test_two_slices_train_the_same_weights_on_the_cluster_as_in_one_process(clus
         tmp_path / "here" / "final.npz"
     ).read_bytes()
     assert here["cluster"] is None
-    assert "3 nodes, 4 CPUs" in there["cluster"]
+    assert "2 env slices as Ray actors of 1 CPU" in there["cluster"]
+    assert "4 nodes, 3 CPUs" in there["cluster"]
     assert there["cluster"] in (tmp_path / "there" / "report.md").read_text()
 
 
@@ -142,7 +143,7 @@ def test_a_node_killed_mid_rollout_has_its_slice_restarted_and_the_run_finishes(
         with caplog.at_level(logging.WARNING, logger="connectx_train.ray_rollouts"):
             report = train(config, log)
     finally:
-        cluster.add_node(num_cpus=2)  # two worker nodes again, for the next test
+        cluster.add_node(num_cpus=1)  # a free node again, for the next test
         cluster.wait_for_nodes()
     assert killed
     assert report["timesteps"] == 256

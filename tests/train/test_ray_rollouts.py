@@ -11,7 +11,7 @@ import pytest
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
 from connectx_train.config import TrainConfig
-from connectx_train.env_slices import slice_bounds
+from connectx_train.env_slices import slice_bounds, slice_cpus
 from connectx_train.opponents import BatchedOpponentSlots, collect_timing
 from connectx_train.ray_rollouts import SlicedVecEnv, restart_seed, train_env
 
@@ -135,3 +135,13 @@ def test_restart_seeds_differ_by_slice_and_restart():
     seeds = {restart_seed(3, k, restart) for k in range(4) for restart in range(1, 4)}
     assert len(seeds) == 12
     assert restart_seed(3, 1, 1) == restart_seed(3, 1, 1)
+
+
+def test_each_actor_holds_an_equal_share_of_the_cpus_that_fits_on_a_node():
+    assert slice_cpus([2], 1) == 2  # one slice on a local instance: the machine
+    assert slice_cpus([2], 2) == 1
+    assert slice_cpus([16, 16, 16, 16], 4) == 16
+    assert slice_cpus([16, 16, 16, 16], 1) == 16  # at most a node's
+    assert slice_cpus([16, 16, 16, 16], 64) == 1
+    assert slice_cpus([3, 1], 2) == 1  # two actors of 2 CPUs would not both fit
+    assert slice_cpus([1, 1, 1], 2) == 1
