@@ -172,7 +172,7 @@ class RaySlices:
         try:
             nodes = [node["Resources"] for node in ray.nodes() if node.get("Alive")]
             node_cpus = [int(node.get("CPU", 0)) for node in nodes]
-            cpus, gpus = sum(node_cpus), sum(node.get("GPU", 0) for node in nodes)
+            cpus, gpus = sum(node_cpus), sum(int(node.get("GPU", 0)) for node in nodes)
             if cpus < len(bounds):
                 raise ValueError(
                     f"--env-slices {len(bounds)} needs {len(bounds)} CPUs on the Ray cluster (one "
@@ -182,7 +182,8 @@ class RaySlices:
             where = "a Ray instance on this machine" if address == "local" else address
             self.cluster = (
                 f"{_count(len(bounds), 'env slice')} as Ray actors of {_count(share, 'CPU')} on "
-                f"{where}: {_count(len(nodes), 'node')}, {cpus} CPUs, {gpus:g} GPUs"
+                f"{where}: {_count(len(nodes), 'node')}, {_count(cpus, 'CPU')}, "
+                f"{_count(gpus, 'GPU')}"
             )
             actor = ray.remote(
                 num_cpus=share, max_restarts=restarts, max_task_retries=0,
