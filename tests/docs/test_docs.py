@@ -57,6 +57,8 @@ QUICK_TRAIN = [
     "--panel", "random", "--eval-every", "0", "--final-games", "2", "--checkpoint-every", "256",
     "--snapshot-every", "256", "--no-progress-bar", "--torch-threads", "1",
     "--teacher-positions", "0", "--teacher-book", "none",
+    # the quick network is smaller than the shipped ones a preset may start from
+    "--init-weights", "",
 ]  # fmt: skip
 
 SHIM = '''\
