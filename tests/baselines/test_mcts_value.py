@@ -81,7 +81,8 @@ def test_takes_a_win_and_blocks_a_loss_by_value(square_net: Path) -> None:
 
 def test_what_rollouts_means(square_net: Path) -> None:
     assert MCTSPolicy(net=str(square_net)).rollouts == 0  # the value where there is one
-    assert MCTSPolicy(net="ppo").rollouts == 1  # random games where there is none
+    assert MCTSPolicy(net="ppo").rollouts == 0  # the shipped network has a value head
+    assert MCTSPolicy(net="ppo-v1").rollouts == 1  # random games where there is none
     assert MCTSPolicy().rollouts == 1
     random_games = MCTSPolicy(net=str(square_net), rollouts=3, simulations=8)
     assert random_games.rollouts == 3
@@ -91,7 +92,7 @@ def test_what_rollouts_means(square_net: Path) -> None:
     random_games.act(Board.empty(), np.random.default_rng(0))
     assert tree.state[kernels.STATE_RANDOM] > draws  # random games scored the leaves
     with pytest.raises(ValueError, match="no value head: give rollouts >= 1"):
-        MCTSPolicy(net="ppo", rollouts=0)
+        MCTSPolicy(net="ppo-v1", rollouts=0)
     with pytest.raises(ValueError, match="give net="):
         MCTSPolicy(rollouts=0)
     for bad in (-1, True, 1.5, "2"):

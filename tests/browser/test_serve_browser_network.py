@@ -36,7 +36,7 @@ RED_MOVES = [0, 2, 0, 0]
 def url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     models = tmp_path_factory.mktemp("models")
     (models / "nets").mkdir()
-    shutil.copy(SHIPPED_WEIGHTS["ppo"], models / "nets" / "mine.npz")
+    shutil.copy(SHIPPED_WEIGHTS["ppo-v1"], models / "nets" / "mine.npz")
     app = create_app("minimax:depth=3", models=models)
     server = make_server("127.0.0.1", 0, app, threaded=True)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -58,8 +58,8 @@ def open_page(browser, url: str, width: int, height: int):  # noqa: F811
 
 def play_against_ppo(page) -> None:
     """Pick ppo from the list and play RED_MOVES, each after the server's answer."""
-    page.select_option("#opponent-choice", "ppo")
-    assert page.input_value("#opponent") == "ppo"
+    page.select_option("#opponent-choice", "ppo-v1")
+    assert page.input_value("#opponent") == "ppo-v1"
     assert "a network" in page.inner_text("#opponent-help")
     for column in RED_MOVES:
         wait_for_turn(page)
@@ -77,7 +77,7 @@ def test_the_list_offers_ppo_first_and_follows_the_typed_spec(browser, url: str)
     page, errors = open_page(browser, url, 1200, 800)
     try:
         options = page.locator("#opponent-choice option").all_inner_texts()
-        assert options[:3] == ["ppo", "mcts:net=ppo", "nets/mine.npz"]
+        assert options[:5] == ["ppo", "ppo-v1", "mcts:net=ppo", "mcts:net=ppo-v1", "nets/mine.npz"]
         assert options[-1] == "other (typed)"
         groups = page.locator("#opponent-choice optgroup").evaluate_all(
             "groups => groups.map(g => g.label)"
@@ -121,7 +121,7 @@ def test_ppo_shows_its_move_probabilities_beside_the_solvers_scores(browser, url
         color = top.evaluate("node => getComputedStyle(node).color")
         assert color == "rgb(192, 32, 32)"
         note = page.inner_text("#network-note")
-        assert note.startswith("ppo plays column 3")
+        assert note.startswith("ppo-v1 plays column 3")
         assert "the solver prefers 4" in note
         assert "no value head" in page.inner_text("#analysis")  # probabilities only: the legend
         page.screenshot(path=str(SHOTS / "serve_rl.png"))

@@ -34,7 +34,7 @@ def position(moves: list[int], rows: int = 6, columns: int = 7, inarow: int = 4)
 def models(tmp_path: Path) -> Path:
     folder = tmp_path / "models"
     (folder / "nets").mkdir(parents=True)
-    shutil.copy(SHIPPED_WEIGHTS["ppo"], folder / "nets" / "mine.npz")
+    shutil.copy(SHIPPED_WEIGHTS["ppo-v1"], folder / "nets" / "mine.npz")  # no value head
     (folder / "agent.py").write_text(AGENT)
     save_weights(square_network(Geometry(), 5), folder / "nets" / "valued.npz")
     return folder
@@ -53,8 +53,15 @@ def test_the_list_offers_the_networks_first_then_the_policies_with_their_paramet
     info = client.get("/api/policies").get_json()
     choices = info["choices"]
     specs = [choice["spec"] for choice in choices]
-    assert specs[:4] == ["ppo", "mcts:net=ppo", "nets/mine.npz", "nets/valued.npz"]
-    assert {choice["kind"] for choice in choices[:4]} == {"network"}
+    assert specs[:6] == [
+        "ppo",
+        "ppo-v1",
+        "mcts:net=ppo",
+        "mcts:net=ppo-v1",
+        "nets/mine.npz",
+        "nets/valued.npz",
+    ]
+    assert {choice["kind"] for choice in choices[:6]} == {"network"}
     assert specs[-1] == "agent.py"
     assert choices[-1]["kind"] == "agent"
     assert "file" not in specs
@@ -83,7 +90,7 @@ def test_every_choice_is_an_opponent_the_server_plays(client) -> None:
         assert answer.status_code == 200, (choice, answer.get_json())
 
 
-@pytest.mark.parametrize("opponent", ["ppo", "nets/mine.npz", "ppo~0.5", "mcts:net=ppo"])
+@pytest.mark.parametrize("opponent", ["ppo-v1", "nets/mine.npz", "ppo-v1~0.5", "mcts:net=ppo-v1"])
 def test_a_network_shows_its_move_probabilities(client, opponent: str) -> None:
     moves = [3, 3, 3, 3, 3, 3, 2]  # the centre column full: no probability there
     answer = client.post("/api/network", json={**position(moves), "opponent": opponent})
@@ -93,7 +100,7 @@ def test_a_network_shows_its_move_probabilities(client, opponent: str) -> None:
     assert len(probabilities) == 7
     assert probabilities[3] is None
     assert sum(p for p in probabilities if p is not None) == pytest.approx(1, abs=1e-3)
-    ppo = make_policy("ppo")
+    ppo = make_policy("ppo-v1")
     board = Board.from_moves(Geometry(), moves)
     expected = ppo.probabilities(board)
     legal = board.legal_mask()
