@@ -20,7 +20,8 @@ Run::
 
     python benchmarks/bench_ray_rollouts.py                      # all three parts
     python benchmarks/bench_ray_rollouts.py --parts 1 2 --seconds 10
-    python benchmarks/bench_ray_rollouts.py --parts 3 --timesteps 8192
+    python benchmarks/bench_ray_rollouts.py --parts 3 --timesteps 65536 --rounds 2
+    python benchmarks/bench_ray_rollouts.py --quick        # parts 1 and 2 in seconds (--smoke)
 """
 
 from __future__ import annotations
@@ -71,27 +72,49 @@ def steps_per_second(
         env.close()
 
 
-def on_ray(workers: int, boards: int, opponent: str, seconds: float) -> tuple[float, float]:
-    """:func:`steps_per_second` of ``boards`` boards in ``workers`` slices on a local Ray
-    instance of ``workers`` CPUs (one a worker)."""
+def start_ray(cpus: int) -> None:
     import ray
 
     ray.init(
         address="local",
-        num_cpus=workers,
+        num_cpus=cpus,
         include_dashboard=False,
         log_to_driver=False,
         logging_level=logging.ERROR,
     )
+
+
+def on_ray(workers: int, boards: int, opponent: str, seconds: float) -> tuple[float, float]:
+    """:func:`steps_per_second` of ``boards`` boards in ``workers`` slices on a local Ray
+    instance of ``workers`` CPUs (one a worker), or on the instance already started."""
+    import ray
+
+    started = not ray.is_initialized()
+    if started:
+        start_ray(workers)
     try:
         config = TrainConfig(n_envs=boards, env_slices=workers, seed=SEED)
         return steps_per_second(config, "auto", opponent, seconds)
     finally:
-        ray.shutdown()
+        if started:
+            ray.shutdown()
 
 
 def rollouts(args: argparse.Namespace) -> dict[str, Any]:
-    """Parts 1 and 2: steps/s with 1 and 2 workers, the per-actor cost, the projection."""
+    """Parts 1 and 2: steps/s with 1 and 2 workers, the per-actor cost, the projection (with
+    ``--quick``, every row on one instance of 2 CPUs: one start of Ray, figures of no worth)."""
+    import ray
+
+    if args.quick:
+        start_ray(2)
+    try:
+        return measured_rollouts(args)
+    finally:
+        if args.quick:
+            ray.shutdown()
+
+
+def measured_rollouts(args: argparse.Namespace) -> dict[str, Any]:
     rates = {}
     for workers in (1, 2):
         rates[workers], _ = on_ray(workers, args.boards, args.opponent, args.seconds)
@@ -173,10 +196,16 @@ def main() -> None:
     parser.add_argument("--timesteps", type=int, default=8192, help="steps of each run of part 3")
     parser.add_argument("--rounds", type=int, default=4, help="runs of each kind in part 3")
     parser.add_argument("--parts", type=int, nargs="+", default=[1, 2, 3], choices=[1, 2, 3])
+    parser.add_argument(
+        "--quick", "--smoke", action="store_true", help="parts 1 and 2 only, 4 boards, 0.3 s a row"
+    )
     args = parser.parse_args()
+    if args.quick:
+        args.parts, args.boards, args.seconds = [1, 2], 4, 0.3
     print(machine_line())
     if {1, 2} & set(args.parts):
-        print("rollouts on Ray actors (a local instance of one CPU a worker):")
+        where = "one instance of 2 CPUs (--quick)" if args.quick else "one CPU a worker"
+        print(f"rollouts on Ray actors (a local instance, {where}):")
         rollouts(args)
     if 3 in args.parts:
         print(f"default-size connectx train, {args.timesteps} steps, without and with --ray:")

@@ -28,13 +28,20 @@ NEEDS = {
     "train_speed.py": ["torch", "sb3_contrib"],
     "train_speed_release.py": ["torch", "sb3_contrib"],
     "bench_serve.py": ["flask"],
+    "bench_ray_rollouts.py": ["ray", "torch", "sb3_contrib"],
     "selfplay_curves.py": ["torch", "sb3_contrib", "matplotlib", "scipy"],
 }
 #: Scripts that train (a tiny run, labelling included) need more than the others' two minutes.
-TIMEOUT = {"bench_phases.py": 300, "gpu_check.py": 600, "selfplay_curves.py": 300}
+TIMEOUT = {
+    "bench_phases.py": 300,
+    "gpu_check.py": 600,
+    "selfplay_curves.py": 300,
+    "bench_ray_rollouts.py": 300,  # four Ray instances started one after the other
+}
 #: What a script's smoke run must print, beyond something.
 PRINTS = {
     "bench_forward.py": ["batch whole", "one piece / pieces of"],
+    "bench_ray_rollouts.py": ["GPU", "2 Ray worker(s)", "projection", "64 workers"],
     "bench_phases.py": ["bfloat16", "GPU", "torch", "| labelling teacher positions |"],
     "selfplay_curves.py": ["bfloat16", "GPU", "mistakes, random-position split", "figure: "],
     "gpu_check.py": [
