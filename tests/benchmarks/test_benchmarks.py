@@ -36,7 +36,7 @@ TIMEOUT = {
     "bench_phases.py": 300,
     "gpu_check.py": 600,
     "selfplay_curves.py": 300,
-    "bench_ray_rollouts.py": 300,  # four Ray instances started one after the other
+    "bench_ray_rollouts.py": 300,  # a Ray instance and its actors start (minutes when loaded)
 }
 #: What a script's smoke run must print, beyond something.
 PRINTS = {
