@@ -202,16 +202,25 @@ def _value(value: float, percent: bool) -> str:
     return f"{value:.1%}" if percent else f"{value:.3f}"
 
 
-def run_lines(runs: dict[int, tuple[Path, dict[str, Any]]]) -> str:
-    """One line per run: its seed, steps, wall time, steps a second, stage reached, stop."""
-    lines = ["| seed | steps | wall min | steps/s | final stage | stopped by the time bound |"]
-    lines.append("|---:|---:|---:|---:|---|---|")
+def run_lines(
+    runs: dict[int, tuple[Path, dict[str, Any]]], panels: dict[str, dict[int, list]]
+) -> str:
+    """One line per run: its seed, steps, wall time, steps a second, the stage reached, whether
+    the time bound stopped it, and each panel's value at its end (final weights, final panel)."""
+    ends = " | ".join(f"end: mistakes, {what}" for what in SETS.values())
+    lines = [
+        f"| seed | steps | wall min | steps/s | final stage | time bound | {ends} | "
+        f"end: score vs {OPPONENT} |",
+        "|---:|---:|---:|---:|---|---|" + "---:|" * len(panels),
+    ]
     for seed, (_, report) in runs.items():
         stage = report["curriculum"][-1]["opponents"] if report["curriculum"] else []
+        last = [panel[seed][-1][1] if panel.get(seed) else math.nan for panel in panels.values()]
+        values = " | ".join(_value(v, name in SETS) for v, name in zip(last, panels, strict=True))
         lines.append(
             f"| {seed} | {report['timesteps']:,} | {report['wall_seconds'] / 60:.1f} | "
             f"{report['steps_per_second']:.0f} | {'+'.join(stage)} | "
-            f"{'yes' if report['stopped_by_time_limit'] else 'no'} |"
+            f"{'stopped it' if report['stopped_by_time_limit'] else 'no'} | {values} |"
         )
     return "\n".join(lines)
 
@@ -240,7 +249,7 @@ def main() -> None:
         figure = args.figure or args.root / "selfplay_curves.png"
         figure.parent.mkdir(parents=True, exist_ok=True)
         draw(panels, args.split, figure)
-        text = f"{run_lines(reports)}\n\n{table(panels)}"
+        text = f"{run_lines(reports, panels)}\n\n{table(panels)}"
         print()
         print(text)
         print(f"figure: {figure}")
