@@ -450,7 +450,8 @@ def _book_part(
         log(f"no {name} book for {geometry}: teaching without it")
         return None
     settings = book.meta["settings"]
-    stones = f"{settings['min_ply']}-{settings['max_ply']} stones"
+    low, high = settings["min_ply"], settings["max_ply"]
+    stones = f"{low}-{high} stones" if high is not None else f"{low} stones or more"
     held = len(book)
     part, note = f"{held}", ""
     if 0 < wanted < held:
@@ -458,5 +459,6 @@ def _book_part(
         part = f"{wanted} of its {held}"
     elif wanted > held:
         note = f" (it holds fewer than the {wanted} asked for)"
-    log(f"adding the {name} book ({part} positions of {stones}) {copies} times{note}")
+    times = "once" if copies == 1 else f"{copies} times"
+    log(f"adding the {name} book ({part} positions of {stones}) {times}{note}")
     return book

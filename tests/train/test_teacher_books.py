@@ -102,6 +102,12 @@ def test_the_opening_book_is_added_to_the_runs_own_positions(
     whole = dataclasses.replace(config, teacher_book=f"opening:3:{len(book) + 100}")
     assert len(load_teacher(whole, tmp_path, logs.append)) == len(own) + 3 * len(book)
     assert any(f"holds fewer than the {len(book) + 100} asked for" in line for line in logs)
+    # A book with no upper bound on its stones (as the random book), added once.
+    settings = {"min_ply": 12, "max_ply": None}
+    books[(SMALL, BOOK_FILE)] = dataclasses.replace(book, meta={**book.meta, "settings": settings})
+    logs.clear()
+    load_teacher(dataclasses.replace(config, teacher_book="opening:1"), tmp_path, logs.append)
+    assert any(f"({len(book)} positions of 12 stones or more) once" in line for line in logs)
     logs.clear()
     other = dataclasses.replace(config, rows=5, out=str(tmp_path / "other"), teacher_positions=10)
     assert len(load_teacher(other, tmp_path / "other", logs.append)) == 10
