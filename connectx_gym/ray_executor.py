@@ -17,7 +17,7 @@ import logging
 import math
 import os
 from collections.abc import Generator, Iterator, Sequence
-from contextlib import closing
+from contextlib import closing, suppress
 from typing import Any
 
 from connectx_gym.bitboard import Geometry
@@ -181,14 +181,23 @@ class RayExecutor:
                     )
                 else:
                     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)
-            except Exception as error:
+            except BaseException as error:
+                # a start that failed or was interrupted half way leaves no Ray process behind
+                with suppress(Exception):
+                    ray.shutdown()
+                if not isinstance(error, Exception):
+                    raise
                 raise ConnectionError(
                     f"cannot start or join Ray at {address or 'a local instance'}: "
                     f"{str(error).splitlines()[0] if str(error) else type(error).__name__}"
                 ) from None
             self._started = True
-        self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
         self._ray = ray
+        try:
+            self.workers = workers or max(1, int(ray.cluster_resources().get("CPU", 1)))
+        except BaseException:
+            self.close()
+            raise
 
     def map_games(
         self, player_a: PolicyLike, player_b: PolicyLike, geometry: Geometry, jobs: list[GameJob]
