@@ -16,11 +16,16 @@ teacher_labels.label_chunks` puts them in chunk order). Faults:
   stop, an error or an interrupt (Ctrl-C, or SIGTERM where the caller turns it into one) the
   tasks in flight are cancelled and their workers ended, and a Ray instance started here is
   stopped with every process it started.
+
+One start for a run: within :func:`one_ray_start`, the instance that a :func:`ray_session`
+starts outlives that session for the next one to use (``connectx train --ray``'s labelling then
+its rollouts' actors), and is stopped once, by the last session that has it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import signal
 import threading
 import time
@@ -36,6 +41,7 @@ __all__ = [
     "POLL_SECONDS",
     "RETRIES",
     "ChunkLostError",
+    "one_ray_start",
     "ray_session",
     "run_chunks_on_ray",
 ]
@@ -60,24 +66,68 @@ class ChunkLostError(RuntimeError):
         self.index, self.reason, self.done, self.total = index, reason, done, total
 
 
+class _Kept:
+    """The Ray instance kept between the sessions of a :func:`one_ray_start` block."""
+
+    def __init__(self) -> None:
+        self.executor: RayExecutor | None = None  # started, and no session has it now
+        self.open = True
+
+
+_KEPT: contextvars.ContextVar[_Kept | None] = contextvars.ContextVar("ray_kept", default=None)
+
+
+@contextlib.contextmanager
+def one_ray_start() -> Iterator[None]:
+    """Within this block, a Ray instance that :func:`ray_session` starts is not stopped when that
+    session ends: the next session uses it, so a run's labelling and rollouts share one start.
+    It is stopped by the session that has it when the block ends (when that one ends), or by
+    the block's end when none has it then."""
+    kept = _Kept()
+    token = _KEPT.set(kept)
+    try:
+        yield
+    finally:
+        _KEPT.reset(token)
+        kept.open = False
+        executor, kept.executor = kept.executor, None
+        if executor is not None:
+            executor.close()
+
+
 @contextlib.contextmanager
 def ray_session(address: str) -> Iterator[Any]:
     """The ``ray`` module, joined to the cluster at ``address`` (:data:`LOCAL`: a Ray instance
-    started on this machine and stopped on the way out; a Ray already initialised in this
-    process is used as it is). A wrong address is a one-line ``ValueError`` or
-    ``ConnectionError`` (:class:`connectx_gym.ray_executor.RayExecutor`). The caller's SIGTERM
-    handler (a run's, that stops it in order) is put back over the one ``ray.init`` installs."""
-    main_thread = threading.current_thread() is threading.main_thread()
-    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
-    try:
-        executor = RayExecutor(address=None if address == LOCAL else address)
-    finally:
-        if previous not in (None, signal.SIG_DFL):  # Ray's handler beats ending uncleaned
-            signal.signal(signal.SIGTERM, previous)
+    started on this machine and stopped on the way out, or kept for the next session within
+    :func:`one_ray_start`; a Ray already initialised in this process is used as it is). A wrong
+    address is a one-line ``ValueError`` or ``ConnectionError`` (:class:`connectx_gym.
+    ray_executor.RayExecutor`). The caller's SIGTERM handler (a run's, that stops it in order) is
+    put back over the one ``ray.init`` installs."""
+    kept = _KEPT.get()
+    executor = None
+    if kept is not None:
+        executor, kept.executor = kept.executor, None
+    if executor is None:
+        executor = _start(address)
     try:
         yield import_ray()
     finally:
-        executor.close()
+        if kept is not None and kept.open:
+            kept.executor = executor
+        else:
+            executor.close()
+
+
+def _start(address: str) -> RayExecutor:
+    """Ray started or joined at ``address`` (see :func:`ray_session`), the caller's SIGTERM
+    handler put back."""
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = signal.getsignal(signal.SIGTERM) if main_thread else None
+    try:
+        return RayExecutor(address=None if address == LOCAL else address)
+    finally:
+        if previous not in (None, signal.SIG_DFL):  # Ray's handler beats ending uncleaned
+            signal.signal(signal.SIGTERM, previous)
 
 
 def run_chunks_on_ray(

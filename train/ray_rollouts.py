@@ -25,8 +25,10 @@ be restarted raises :class:`RolloutsLostError`, on which the trainer saves a che
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import time
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +62,7 @@ __all__ = [
     "RolloutsLostError",
     "SlicedVecEnv",
     "restart_seed",
+    "run_ray",
     "train_env",
 ]
 
@@ -330,6 +333,18 @@ class SlicedVecEnv(VecEnv):
 
     def close(self) -> None:
         self.slices.close()
+
+
+def run_ray(config: TrainConfig) -> AbstractContextManager[None]:
+    """The block in which a run labels and makes its envs: with ``--ray`` and the rollouts on Ray
+    (vec env ``batched``), the Ray instance the labelling starts is kept for the env slices'
+    actors, and stopped once, when the envs close (:func:`connectx_baselines.teacher_ray.
+    one_ray_start`); otherwise nothing (a labelling alone stops Ray as soon as it is done)."""
+    if not (config.ray and config.vec_env == "batched"):
+        return contextlib.nullcontext()
+    from connectx_baselines.teacher_ray import one_ray_start
+
+    return one_ray_start()
 
 
 def train_env(config: TrainConfig) -> VecEnv:

@@ -88,7 +88,7 @@ from connectx_train.opponents import (
     queue_opponents,
     snapshot_device,
 )
-from connectx_train.ray_rollouts import RolloutsLostError, train_env
+from connectx_train.ray_rollouts import RolloutsLostError, run_ray, train_env
 from connectx_train.run_setup import (
     EXIT_INTERRUPTED,
     EXIT_TIME_LIMIT,
@@ -176,7 +176,8 @@ def train(config: TrainConfig, log: Callable[[str], None] = logger.info) -> dict
     with run_lock(out), log_file(out / LOG_FILE), thread_pools(threads), StopSignals() as stops:
         resuming = prepare_out(config)  # before the first line: a refused run logs none there
         log(setup.describe())
-        run = resume_run(setup, log) if resuming else start_run(setup, log)
+        with run_ray(config):  # one Ray start for the labelling and the rollouts
+            run = resume_run(setup, log) if resuming else start_run(setup, log)
         stops.defer()  # from here on a signal stops the run at the loop's next safe point
         try:
             ppo(run, stops, log)
