@@ -29,6 +29,7 @@ NEEDS = {
     "train_speed_release.py": ["torch", "sb3_contrib"],
     "bench_serve.py": ["flask"],
     "bench_ray_rollouts.py": ["ray", "torch", "sb3_contrib"],
+    "bench_ray_labels.py": ["ray"],
     "selfplay_curves.py": ["torch", "sb3_contrib", "matplotlib", "scipy"],
 }
 #: Scripts that train (a tiny run, labelling included) need more than the others' two minutes.
@@ -37,11 +38,19 @@ TIMEOUT = {
     "gpu_check.py": 600,
     "selfplay_curves.py": 300,
     "bench_ray_rollouts.py": 300,  # a Ray instance and its actors start (minutes when loaded)
+    "bench_ray_labels.py": 300,  # two Ray instances start, 2 chunks labelled in each
 }
 #: What a script's smoke run must print, beyond something.
 PRINTS = {
     "bench_forward.py": ["batch whole", "one piece / pieces of"],
     "bench_ray_rollouts.py": ["GPU", "2 Ray worker(s)", "projection", "64 workers"],
+    "bench_ray_labels.py": [
+        "GPU",
+        "one local process",
+        "ray, 2 worker(s)",
+        "2 Ray workers over 1: x",
+        "labels equal to the local ones: yes",
+    ],
     "bench_phases.py": ["bfloat16", "GPU", "torch", "| labelling teacher positions |"],
     "selfplay_curves.py": ["bfloat16", "GPU", "mistakes, random-position split", "figure: "],
     "gpu_check.py": [
