@@ -63,7 +63,13 @@ from connectx_gym.files import save_weights
 from connectx_gym.logs import log_file
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
-from connectx_train.budget import PPOProgress, TimeLimitReachedError, panel_seconds
+from connectx_train.budget import (
+    LastUpdate,
+    PPOProgress,
+    RolloutBound,
+    TimeLimitReachedError,
+    panel_seconds,
+)
 from connectx_train.config import TrainConfig, parse_mixture
 from connectx_train.finish import check_report, finish
 from connectx_train.model import (
@@ -320,6 +326,7 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
     # until the end, so there the run logs a progress line a minute instead
     bar = config.progress_bar and sys.stderr.isatty()
     steps = EnvSteps(run, stops, PPOProgress(log, clock.session_seconds, deadline, bar))
+    last = LastUpdate.take(model, state)  # what a rollout cut by the time bound goes back to
     # the first opponents, in place before SB3 resets the envs (in _setup_learn)
     draw_opponents(run)
     total, callback = model._setup_learn(remaining, steps, not config.resume, tb_log_name="ppo")
@@ -327,17 +334,20 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
     env = model.get_env()
     if env is None:  # the model is always made or loaded with the run's envs
         raise ValueError("the PPO model has no environments to collect rollouts from")
-    iteration = 0
+    iteration, size = 0, model.n_steps * env.num_envs
     while model.num_timesteps < total:
         draw_opponents(run)
+        steps.bound.start(config.eval_every > 0 and model.num_timesteps + size >= state.next_eval)
         started = time.perf_counter()
         collected = model.collect_rollouts(
             env, callback, model.rollout_buffer, model.n_steps, use_masking=True
         )
         run.timing["rollout_seconds"] += time.perf_counter() - started
         if not collected:  # the deadline, or a stop signal, mid-rollout
+            if state.stopped_by_time:  # not trained on: the run stops at its last update
+                log(last.cut(model, state, size))
             break
-        iteration += 1
+        iteration, collected_at = iteration + 1, time.perf_counter()
         model._update_current_progress_remaining(model.num_timesteps, total)
         log_rollout(run)
         periodic_jobs(run)  # with the weights that played this rollout
@@ -349,7 +359,9 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
         run.timing["update_seconds"] += time.perf_counter() - started
         logger.debug("rollout %d: step %d, stage %d", iteration, model.num_timesteps, state.stage)
         steps.progress.announce(model.num_timesteps)
+        steps.bound.ended(time.perf_counter() - collected_at)
         stops.check()
+        last = LastUpdate.take(model, state)
     callback.on_training_end()
     stops.check()
 
@@ -362,7 +374,7 @@ class EnvSteps(BaseCallback):
     def __init__(self, run: Run, stops: StopSignals, progress: PPOProgress) -> None:
         super().__init__()
         self.run, self.stops, self.progress = run, stops, progress
-        self.deadline = progress.deadline
+        self.bound = RolloutBound(run.setup.clock.session_seconds, progress.deadline)
 
     def _on_training_start(self) -> None:
         self.progress.start(self.num_timesteps, int(self.locals["total_timesteps"]))
@@ -382,7 +394,7 @@ class EnvSteps(BaseCallback):
             labels = run.curriculum.labels(state.stage)
             self.progress.log(f"step {self.num_timesteps}: curriculum -> {labels}")
         self.progress.update(self.num_timesteps)
-        if run.setup.clock.session_seconds() > self.deadline:
+        if self.bound.passed():
             state.stopped_by_time = True
             return False
         return not self.stops.requested

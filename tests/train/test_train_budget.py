@@ -21,6 +21,7 @@ from connectx_train.budget import (
     TEACHING_GIVES_WAY,
     Budget,
     EtaLog,
+    RolloutBound,
     panel_seconds,
     plan_teaching,
     ppo_seconds,
@@ -31,7 +32,7 @@ from connectx_train.finish import DIGEST_KEY, check_report, weights_digest, writ
 from connectx_train.state import RunState, SessionClock
 from connectx_train.teaching import _teaching_allowed, sized_teacher
 from connectx_train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
-from tests.train.test_train_resume import FINAL_FILES, quiet, tiny
+from tests.train.test_train_resume import FINAL_FILES, arrays, quiet, tiny
 
 
 def test_all_passes_are_planned_when_they_fit() -> None:
@@ -247,7 +248,7 @@ def test_the_time_limit_in_ppo_leaves_the_panel_its_time_and_resume_finishes(
     report = train(tiny(out, max_minutes=0.001), log=lines.append)
     assert any(line.startswith("budget 0.0 min:") for line in lines)
     assert report["stopped_by_time_limit"]
-    assert report["timesteps"] < 384
+    assert report["timesteps"] == 0  # the first rollout cut: none of its steps counted
     for name in FINAL_FILES:  # the final panel was played in spite of the bound
         assert (out / name).is_file(), name
     finished = train(tiny(out, resume=True, max_minutes=0), log=quiet)
@@ -274,3 +275,69 @@ def test_the_report_carries_the_digest_of_final_npz(tmp_path: Path) -> None:
         write_report(report, out)
     resumed = train(tiny(out, resume=True), log=quiet)  # --resume writes a report that does
     assert resumed[DIGEST_KEY] == weights_digest(out / "final.npz")
+
+
+def test_a_rollout_stops_early_enough_for_its_update() -> None:
+    now = [0.0]
+    bound = RolloutBound(lambda: now[0], deadline=100)
+    now[0] = 99
+    assert not bound.passed()  # no update timed yet: the deadline itself
+    bound.start(evaluating=False)
+    bound.ended(10)  # an update of 10 s
+    now[0] = 89
+    assert not bound.passed()
+    now[0] = 91
+    assert bound.passed()  # its update would end past the deadline
+    bound.start(evaluating=True)  # an evaluation due at the rollout's end: at least as long
+    assert bound.passed()
+    bound.ended(30)
+    now[0] = 71
+    assert bound.passed()
+    bound.start(evaluating=False)  # a rollout without one keeps aside the update alone
+    assert not bound.passed()
+
+
+def cut_after(monkeypatch: pytest.MonkeyPatch, env_steps: int) -> list[bool]:
+    """The time bound passed after ``env_steps`` env steps of the run's PPO (each a step of
+    every env); the answers it gave, one per env step."""
+    answers: list[bool] = []
+
+    def passed(self: RolloutBound) -> bool:
+        answers.append(len(answers) >= env_steps)
+        return answers[-1]
+
+    monkeypatch.setattr(RolloutBound, "passed", passed)
+    return answers
+
+
+def test_the_time_limit_inside_a_rollout_stops_there_keeps_the_last_update_and_resume_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # tiny runs: rollouts of 2 envs x 64 steps (128 steps); the deadline passes after the
+    # first rollout and ``into_second`` env steps of the second
+    saved, weights = [], []
+    for into_second in (0, 10):
+        out = tmp_path / f"cut_{into_second}"
+        answers = cut_after(monkeypatch, 64 + into_second)
+        lines: list[str] = []
+        report = train(tiny(out), log=lines.append)
+        assert answers.count(True) == 1  # not one env step after the deadline
+        assert len(answers) == 64 + into_second + 1
+        assert report["stopped_by_time_limit"]
+        assert report["timesteps"] == 128  # the last complete update; the cut rollout not counted
+        state = json.loads((out / "state.json").read_text())
+        assert state["timesteps"] == 128
+        cut = f"the time limit cut the rollout from step 128 after {2 * (into_second + 1)} of"
+        assert any(line.startswith(f"PPO: {cut} its 128 steps") for line in lines), lines
+        for name in FINAL_FILES:
+            assert (out / name).is_file(), name
+        monkeypatch.undo()
+        finished = train(tiny(out, resume=True), log=quiet)
+        assert finished["timesteps"] == 384
+        assert not finished["stopped_by_time_limit"]
+        timed = ("wall_seconds", "eval_seconds", "final_panel")
+        saved.append({key: value for key, value in state.items() if key not in timed})
+        weights.append(arrays(out / "final.npz"))
+    # wherever the rollout was cut, the run saved the same update and --resume trains the same
+    assert saved[0] == saved[1]
+    assert weights[0] == weights[1]
