@@ -16,19 +16,30 @@ alone at INFO and ``level: message`` otherwise, so logs stay one record a line f
 A tqdm progress bar on stderr is cleared before a line is written and drawn again after it.
 
 :func:`log_file` appends the records of a block to a file (``connectx train``'s ``train.log``),
-the INFO lines included when the console shows only warnings.
+the INFO lines included when the console shows only warnings. A function that takes its progress
+lines' destination (a ``log`` callable, a logger's ``info`` by default) says a warning with
+:func:`warn`, which logs it at WARNING, so that a quiet console shows it.
 """
 
 from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import IO, Any
 
-__all__ = ["NORMAL", "QUIET", "VERBOSE", "console", "console_handler", "log_file", "packages"]
+__all__ = [
+    "NORMAL",
+    "QUIET",
+    "VERBOSE",
+    "console",
+    "console_handler",
+    "log_file",
+    "packages",
+    "warn",
+]
 
 #: verbosity: warnings and errors only (``--quiet``)
 QUIET = -1
@@ -51,6 +62,18 @@ def packages() -> tuple[str, ...]:
     groups = (POLICIES_GROUP, COMMANDS_GROUP, LOADERS_GROUP)
     found = {entry.module.partition(".")[0] for g in groups for entry in plugins(g).values()}
     return ("connectx_gym", *sorted(found - {"connectx_gym"}))
+
+
+def warn(log: Callable[[str], None], message: str) -> None:
+    """``message`` as a warning through a function that takes progress lines (``log``): where
+    ``log`` is a logger's method (the training functions' default, a module logger's ``info``),
+    that logger's ``warning``, so that ``--quiet`` still shows it; any other function (a test's
+    ``list.append``) gets the message as it is."""
+    owner = getattr(log, "__self__", None)
+    if isinstance(owner, logging.Logger | logging.LoggerAdapter):
+        owner.warning("%s", message)
+    else:
+        log(message)
 
 
 def _bars_cleared() -> AbstractContextManager[Any]:

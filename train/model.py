@@ -42,6 +42,7 @@ from stable_baselines3.common.vec_env import VecEnv
 
 from connectx_gym.bitboard import Geometry
 from connectx_gym.files import SHIPPED_WEIGHTS, NumpyNetPolicy, load_file, shipped_weights
+from connectx_gym.logs import warn
 from connectx_gym.match import play_match
 from connectx_gym.outputs import write_atomically
 from connectx_gym.weights import WeightsFile
@@ -352,7 +353,10 @@ def restore_extras(
     not)."""
     checkpoint = path.with_name(CHECKPOINT_FILE) if checkpoint is None else checkpoint
     if not path.is_file():
-        log(f"no {path.name} in the run (saved before it existed): random streams seeded afresh")
+        warn(
+            log,
+            f"no {path.name} in the run (saved before it existed): random streams seeded afresh",
+        )
         return False
     before = torch.get_rng_state(), np.random.get_state()  # noqa: NPY002
     try:
@@ -387,7 +391,7 @@ def restore_extras(
         torch.set_rng_state(before[0])  # undo what was set before the damage showed
         np.random.set_state(before[1])  # noqa: NPY002
         reason = f"{type(error).__name__}: {load_error_reason(error)}"
-    log(f"left aside {path} ({reason}): random streams seeded afresh")
+    warn(log, f"left aside {path} ({reason}): random streams seeded afresh")
     return False
 
 

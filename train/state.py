@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from connectx_gym.logs import warn
 from connectx_gym.outputs import write_text_atomically
 from connectx_train.config import TrainConfig
 from connectx_train.config_types import parse_mixture
@@ -275,9 +276,10 @@ def pool_on_disk(out: Path, snapshots: list[str], log: Callable[[str], None]) ->
     """The self-play pool's snapshots found in ``out``; the log names those missing."""
     missing = [path for path in snapshots if not (out / path).is_file()]
     if missing:
-        log(
+        warn(
+            log,
             f"self-play pool: {len(missing)} of its {len(snapshots)} snapshots are missing "
-            f"from {out} ({', '.join(missing)}); the pool goes on without them"
+            f"from {out} ({', '.join(missing)}); the pool goes on without them",
         )
     return [path for path in snapshots if path not in missing]
 

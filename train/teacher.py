@@ -40,6 +40,7 @@ import torch
 from connectx_baselines.teacher_book import BOOKS, load_book
 from connectx_baselines.teacher_labels import CHUNK, ILLEGAL, TeacherSet, make_teacher_set
 from connectx_gym.bitboard import Geometry
+from connectx_gym.logs import warn
 from connectx_train.budget import EtaLog, TimeLimitReachedError
 from connectx_train.config import TrainConfig
 from connectx_train.config_types import parse_teacher_books
@@ -329,19 +330,24 @@ def _read_progress(path: Path, key: str, log: Callable[[str], None]) -> dict[str
         same = isinstance(saved, dict) and saved.get("key") == key
     except (OSError, RuntimeError, EOFError, pickle.UnpicklingError) as error:
         reason = load_error_reason(error)
-        log(f"cannot read the teacher passes saved in {path} ({reason}); teaching from the start")
+        warn(
+            log,
+            f"cannot read the teacher passes saved in {path} ({reason}); teaching from the start",
+        )
         return None
     missing = [name for name in _PROGRESS_FIELDS if same and name not in saved]
     if missing:
-        log(
+        warn(
+            log,
             f"the teacher passes saved in {path} are damaged (no {', '.join(missing)}); "
-            "teaching from the start"
+            "teaching from the start",
         )
         return None
     if not same:
-        log(
+        warn(
+            log,
             f"the teacher passes saved in {path} were made with other settings or positions; "
-            "teaching from the start"
+            "teaching from the start",
         )
         return None
     return saved
@@ -447,7 +453,7 @@ def _book_part(
 ) -> TeacherSet | None:
     """The first ``wanted`` positions of ``book`` (all when 0), saying in the log what is added."""
     if book is None:
-        log(f"no {name} book for {geometry}: teaching without it")
+        warn(log, f"no {name} book for {geometry}: teaching without it")
         return None
     settings = book.meta["settings"]
     low, high = settings["min_ply"], settings["max_ply"]

@@ -163,9 +163,9 @@ class Run:
 def train(config: TrainConfig, log: Callable[[str], None] = logger.info) -> dict[str, Any]:
     """Run (or, with ``config.resume``, continue or finish) a training run; returns the report.
 
-    ``log`` gets the progress lines (by default this module's logger, at INFO: set logging up to
-    see them); what goes through :mod:`logging` is also appended to ``train.log`` in the run's
-    directory.
+    ``log`` gets the progress lines (by default this module's logger's ``info``; a warning goes
+    to its ``warning``, :func:`connectx_gym.logs.warn`); what goes through :mod:`logging` is also
+    appended to ``train.log`` in the run's directory.
 
     Raises :class:`RunInterruptedError` after saving what was done when interrupted by Ctrl-C
     or SIGTERM, or stopped by ``--max-minutes`` before its first checkpoint; ``OSError``

@@ -20,6 +20,7 @@ from connectx_gym.logs import (
     console_handler,
     log_file,
     packages,
+    warn,
 )
 
 logger = logging.getLogger("connectx_gym.test_logs")
@@ -167,3 +168,16 @@ def test_a_line_goes_above_a_progress_bar(monkeypatch: pytest.MonkeyPatch) -> No
     assert before.endswith("\r")  # the bar's line cleared before the record
     assert "3/10" in after.split("\r")[1]  # the bar drawn again below it, then going on
     assert "6/10" in after
+
+
+def test_a_warning_through_a_logger_method_is_logged_at_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger=logger.name):
+        warn(logger.info, "a book is missing")
+    assert [(r.name, r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logger.name, logging.WARNING, "a book is missing")
+    ]
+    lines: list[str] = []
+    warn(lines.append, "a book is missing")  # any other function gets the message as it is
+    assert lines == ["a book is missing"]

@@ -11,7 +11,8 @@ import pytest
 pytest.importorskip("sb3_contrib")
 
 from connectx_gym.cli import main
-from tests.train.test_train_resume import tiny
+from connectx_train.trainer import train
+from tests.train.test_train_resume import quiet, tiny
 
 #: a line of train.log: date, time, level, message
 LOG_LINE = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (DEBUG|INFO|WARNING|ERROR) (.*)$")
@@ -76,3 +77,19 @@ def test_verbose_adds_a_debug_line_per_rollout(
     assert len(rollouts) == 2  # 256 steps, rollouts of 2 envs x 64 steps
     debug = [message for level, message in logged(out / "train.log") if level == "DEBUG"]
     assert [f"debug: {message}" for message in debug] == rollouts
+
+
+def test_quiet_shows_the_warnings_of_a_run(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "run"
+    train(tiny(out), log=quiet)
+    pool = sorted((out / "snapshots").glob("step_*.npz"))
+    pool[0].unlink()  # a snapshot of the self-play pool lost
+    capsys.readouterr()
+    assert main(["train", "-q", "--resume", "--out", str(out)]) == 0
+    printed = capsys.readouterr().err.splitlines()
+    assert len(printed) == 1, printed  # the warning alone, no progress line
+    assert printed[0].startswith(f"warning: self-play pool: 1 of its {len(pool)} snapshots")
+    assert pool[0].name in printed[0]
+    assert ("WARNING", printed[0].removeprefix("warning: ")) in logged(out / "train.log")
