@@ -23,7 +23,7 @@ SB3), ``budget`` (one time bound over the phases, their progress lines), ``teach
 ``networks`` (the policy network; weights-only descriptions from it and run in torch),
 ``vec_env`` (the batched env as an SB3 ``VecEnv``), ``learning_curves``, ``export`` (Kaggle: a
 network or a search) and ``onnx_export``, ``ray_rollouts`` and ``env_slices`` (``--ray``'s
-rollouts), the ``rllib_*`` modules (the ``rllib`` extra; never imported by the rest),
+rollouts), ``rllib/`` (RLlib's trainer: the ``rllib`` extra; never imported by the rest),
 ``sb3_files`` (SB3 and torch files, SB3 imported without the unmaintained ``gym``) and
 ``commands/`` (the ``connectx`` subcommands).
 """

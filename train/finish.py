@@ -30,7 +30,6 @@ import numpy as np
 from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import load_weights, save_weights
-from connectx_gym.logs import warn
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import EtaLog
@@ -249,7 +248,7 @@ def averaged_weights(last: WeightsFile, snapshots: Sequence[Path]) -> WeightsFil
 def markdown_report(report: dict[str, Any]) -> str:
     """The report as markdown: panel table with 95% intervals, run facts, the learning curves
     (``learning_curves.png`` and TensorBoard's folder), opponent timings. Another trainer's
-    report (:mod:`connectx_train.rllib_selfplay`) may add ``trainer`` (a line naming it),
+    report (:mod:`connectx_train.rllib.selfplay`) may add ``trainer`` (a line naming it),
     ``envs`` (its envs, in place of ``n_envs`` and ``vec_env``) and ``tensorboard`` False (no
     TensorBoard folder)."""
     config = report["config"]
@@ -382,16 +381,12 @@ def check_report(out: Path, log: Callable[[str], None]) -> bool:
         saved = json.loads(report_path.read_text()).get(DIGEST_KEY)
         actual = weights_digest(weights_path)
     except (OSError, ValueError, AttributeError, KeyError) as error:
-        warn(
-            log,
-            f"cannot compare {report_path} with {weights_path} ({error}); the report is rewritten",
-        )
+        log(f"cannot compare {report_path} with {weights_path} ({error}); the report is rewritten")
         return False
     if saved != actual:
-        warn(
-            log,
+        log(
             f"{report_path} does not describe the weights in {weights_path} "
-            f"({'no digest' if saved is None else 'other digest'}); it is rewritten at the end",
+            f"({'no digest' if saved is None else 'other digest'}); it is rewritten at the end"
         )
         return False
     return True

@@ -1,7 +1,7 @@
 """PPO on Ray RLlib with ``connectx train``'s opponents, curriculum, network, weights and report.
 
-The env is :class:`connectx_train.rllib_env.ConnectXMultiAgentEnv`: both seats map to one RLModule,
-:class:`connectx_train.rllib_module.ConnectXPPOModule` (the network ``connectx train`` trains), and
+The env is :class:`connectx_train.rllib.env.ConnectXMultiAgentEnv`: both seats map to one RLModule,
+:class:`connectx_train.rllib.module.ConnectXPPOModule` (the network ``connectx train`` trains), and
 each episode plays an opponent drawn from the curriculum's mixture
 (:class:`connectx_train.state.Curriculum`, the same ``--opponent`` / ``--curriculum`` specs,
 weights, review and self-play shares; ``self`` games have the learner on both seats). After each
@@ -20,8 +20,8 @@ same defaults, help and checks) plus RLlib's own (``--env-runners``, ``--ray``, 
 weight averaging. Needs ``pip install -e ".[rllib]"`` (``ray[rllib]``, which pins its own gymnasium:
 docs/ray.md)::
 
-    python -m connectx_train.rllib_selfplay --timesteps 20000 --out runs/rllib
-    python -m connectx_train.rllib_selfplay --opponent onestep --ray HEAD:6379 --env-runners 8
+    python -m connectx_train.rllib.selfplay --timesteps 20000 --out runs/rllib
+    python -m connectx_train.rllib.selfplay --opponent onestep --ray HEAD:6379 --env-runners 8
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ try:
     from ray.rllib.env.env_runner import EnvRunner
 except ImportError as error:  # pragma: no cover - exercised only without the extra
     raise ImportError(
-        f'connectx_train.rllib_selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
+        f'connectx_train.rllib.selfplay needs RLlib: pip install -e ".[rllib]" ({error})'
     ) from None
 
 from connectx_gym.files import save_weights
@@ -63,8 +63,8 @@ from connectx_train.finish import (
     write_report,
 )
 from connectx_train.model import evaluate_panel, perfect_play_rates
-from connectx_train.rllib_env import AGENTS, ConnectXMultiAgentEnv
-from connectx_train.rllib_module import NETWORK_SETTINGS, ConnectXPPOModule, module_weights
+from connectx_train.rllib.env import AGENTS, ConnectXMultiAgentEnv
+from connectx_train.rllib.module import NETWORK_SETTINGS, ConnectXPPOModule, module_weights
 from connectx_train.run_setup import describe_device, thread_pools
 from connectx_train.state import Curriculum, RunState, SessionClock
 
@@ -79,8 +79,9 @@ __all__ = [
     "train",
 ]
 
-#: named in full: run as ``python -m`` this module is ``__main__``
-logger = logging.getLogger("connectx_train.rllib_selfplay")
+#: this module's name in full: run as ``python -m`` it is ``__main__``
+PROG = "connectx_train.rllib.selfplay"
+logger = logging.getLogger(PROG)
 
 #: the one RLModule both seats map to
 MODULE_ID = "shared"
@@ -361,7 +362,7 @@ def _finish(run: RLlibRun) -> dict[str, Any]:
     report = {
         "config": config.to_json(),
         DIGEST_KEY: weights_digest(out / "final.npz"),
-        "trainer": f"Ray RLlib {ray.__version__} PPO (python -m connectx_train.rllib_selfplay), "
+        "trainer": f"Ray RLlib {ray.__version__} PPO (python -m {PROG}), "
         f"{env_runners} env runners, on {cluster_summary()}",
         "envs": f"{config.n_envs} envs ({runners} x {config.n_envs // runners} on RLlib's "
         f"{'driver' if env_runners == 0 else 'env runners'}; agents {', '.join(AGENTS)})",
@@ -395,7 +396,7 @@ def make_parser() -> argparse.ArgumentParser:
     """The flags: ``connectx train``'s for :data:`RLLIB_SETTINGS` (their declarations' help,
     types and bounds) and RLlib's own."""
     parser = argparse.ArgumentParser(
-        prog="python -m connectx_train.rllib_selfplay",
+        prog=f"python -m {PROG}",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -460,13 +461,13 @@ def main(argv: list[str] | None = None) -> int:
         executor = RayExecutor(address=args.ray, num_cpus=args.num_cpus)
     except (ConnectionError, ValueError) as error:
         ray.shutdown()  # what a failed start left running
-        print(f"rllib_selfplay: {error}", file=sys.stderr)
+        print(f"{PROG}: {error}", file=sys.stderr)
         return 2
     with executor, console():  # the progress lines on stderr, as connectx train's
         try:
             train(config, args.env_runners)
         except KeyboardInterrupt:
-            print("rllib_selfplay: interrupted", file=sys.stderr)
+            print(f"{PROG}: interrupted", file=sys.stderr)
             return 130
     return 0
 

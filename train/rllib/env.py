@@ -1,7 +1,7 @@
 """ConnectX as an RLlib ``MultiAgentEnv`` that plays the opponents of ``connectx train``.
 
 Two agents, ``player_0`` (mark 1, moves first) and ``player_1`` (mark 2), both mapped to one
-RLModule by :mod:`connectx_train.rllib_selfplay`; only the agent to move gets an observation.
+RLModule by :mod:`connectx_train.rllib.selfplay`; only the agent to move gets an observation.
 Each episode plays one opponent drawn from the env's mixture, the ``(label, probability)`` items
 of :meth:`connectx_train.state.Curriculum.mixture` (the same specs and weights as a
 ``connectx train`` run at that stage, built by :func:`connectx_gym.registry.make_policy`):

@@ -1,4 +1,4 @@
-"""The RLlib env (:mod:`connectx_train.rllib_env`): agents alternate, the last step gives every
+"""The RLlib env (:mod:`connectx_train.rllib.env`): agents alternate, the last step gives every
 learner its result, the observations are the project's planes, the opponents of a mixture play
 inside the env with the seat drawn per game, finished games are counted by label, and the random
 openings stay within their bound. Runs in the RLlib environment (``.ci/rllib_tests``); skipped
@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-rllib_env = pytest.importorskip(
-    "connectx_train.rllib_env",
+multi_agent_env = pytest.importorskip(
+    "connectx_train.rllib.env",
     reason='RLlib is not installed (pip install -e ".[rllib]")',
     exc_type=ImportError,
 )
@@ -18,7 +18,7 @@ rllib_env = pytest.importorskip(
 from connectx_gym.bitboard import Board, Geometry  # noqa: E402
 from connectx_train.state import SELF_LABEL  # noqa: E402
 
-ConnectXMultiAgentEnv = rllib_env.ConnectXMultiAgentEnv
+ConnectXMultiAgentEnv = multi_agent_env.ConnectXMultiAgentEnv
 
 
 def play_out(env, columns):

@@ -1,4 +1,4 @@
-"""``python -m connectx_train.rllib_selfplay``: its flags read the opponent and curriculum specs as
+"""``python -m connectx_train.rllib.selfplay``: its flags read the opponent and curriculum specs as
 ``connectx train`` reads them, and a tiny run on a local Ray instance (one remote env runner)
 moves through its curriculum and writes ``final.npz``, which loads as a policy, and the report of
 ``connectx train`` (``report.md``, ``report.json``, ``learning_curves.png``). Runs in the RLlib
@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 rllib = pytest.importorskip(
-    "connectx_train.rllib_selfplay",
+    "connectx_train.rllib.selfplay",
     reason='RLlib is not installed (pip install -e ".[rllib]")',
     exc_type=ImportError,
 )

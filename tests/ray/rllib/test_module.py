@@ -1,4 +1,4 @@
-"""The RLlib module (:mod:`connectx_train.rllib_module`) is the project's network: its masked logits
+"""The RLlib module (:mod:`connectx_train.rllib.module`) is the project's network: its masked logits
 and values are those of its weights-only export, which loads as a policy like any ``final.npz``.
 Runs in the RLlib environment (``.ci/rllib_tests``); skipped without ``pip install -e ".[rllib]"``.
 """
@@ -10,8 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-rllib_module = pytest.importorskip(
-    "connectx_train.rllib_module",
+rl_module = pytest.importorskip(
+    "connectx_train.rllib.module",
     reason='RLlib is not installed (pip install -e ".[rllib]")',
     exc_type=ImportError,
 )
@@ -23,7 +23,7 @@ from connectx_gym import make_policy  # noqa: E402
 from connectx_gym.bitboard import Board, Geometry  # noqa: E402
 from connectx_gym.files import save_weights  # noqa: E402
 from connectx_train.networks import ConnectXCNN, ConnectXPolicy  # noqa: E402
-from connectx_train.rllib_env import ConnectXMultiAgentEnv, observation  # noqa: E402
+from connectx_train.rllib.env import ConnectXMultiAgentEnv, observation  # noqa: E402
 
 NETWORK = {"channels": 8, "blocks": 1, "features_dim": 16, "vf_layers": [16, 8]}
 GEOMETRY = Geometry(6, 7, 4)
@@ -32,7 +32,7 @@ GEOMETRY = Geometry(6, 7, 4)
 def make_module(**network):
     env = ConnectXMultiAgentEnv()
     torch.manual_seed(0)
-    return rllib_module.ConnectXPPOModule(
+    return rl_module.ConnectXPPOModule(
         observation_space=env.observation_spaces["player_0"],
         action_space=env.action_spaces["player_0"],
         model_config={**NETWORK, **network},
@@ -86,7 +86,7 @@ def test_masked_logits_and_values_are_those_of_the_export():
         logits = output[Columns.ACTION_DIST_INPUTS].numpy()
         values = module.compute_values(batch, output[Columns.EMBEDDINGS]).numpy()
         values_alone = module.compute_values(batch_of(boards)).numpy()
-    weights = rllib_module.module_weights(module, GEOMETRY)
+    weights = rl_module.module_weights(module, GEOMETRY)
     planes = np.stack([board.to_planes() for board in boards]).astype(np.float32)
     exported, exported_values = weights.logits_and_values(planes)
     legal = np.stack([board.legal_mask() for board in boards])
@@ -98,9 +98,7 @@ def test_masked_logits_and_values_are_those_of_the_export():
 
 
 def test_export_loads_as_a_policy_and_plays_legal_moves(tmp_path: Path):
-    path = save_weights(
-        rllib_module.module_weights(make_module(), GEOMETRY), tmp_path / "final.npz"
-    )
+    path = save_weights(rl_module.module_weights(make_module(), GEOMETRY), tmp_path / "final.npz")
     policy = make_policy(str(path))
     rng = np.random.default_rng(0)
     for board in random_boards(20, seed=1):
@@ -113,7 +111,7 @@ def test_a_module_needs_the_planes_and_mask():
     import gymnasium as gym
 
     with pytest.raises(ValueError, match="planes and action mask"):
-        rllib_module.ConnectXPPOModule(
+        rl_module.ConnectXPPOModule(
             observation_space=gym.spaces.Box(0.0, 1.0, (2, 6, 7), np.float32),
             action_space=gym.spaces.Discrete(7),
             model_config=NETWORK,

@@ -42,7 +42,7 @@ def _no_learning_rate(progress_remaining: float) -> float:
 
 class ConnectXPPOModule(TorchRLModule, ValueFunctionAPI):
     """PPO's module on ``{"observations": planes, "action_mask": legal columns}`` observations
-    (:mod:`connectx_train.rllib_env`); ``model_config``: the :data:`NETWORK_SETTINGS` (the
+    (:mod:`connectx_train.rllib.env`); ``model_config``: the :data:`NETWORK_SETTINGS` (the
     defaults of ``connectx train`` for those left out)."""
 
     policy: ConnectXPolicy
