@@ -30,6 +30,7 @@ import numpy as np
 from sb3_contrib import MaskablePPO
 
 from connectx_gym.files import load_weights, save_weights
+from connectx_gym.logs import warn
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import EtaLog
@@ -381,12 +382,16 @@ def check_report(out: Path, log: Callable[[str], None]) -> bool:
         saved = json.loads(report_path.read_text()).get(DIGEST_KEY)
         actual = weights_digest(weights_path)
     except (OSError, ValueError, AttributeError, KeyError) as error:
-        log(f"cannot compare {report_path} with {weights_path} ({error}); the report is rewritten")
+        warn(
+            log,
+            f"cannot compare {report_path} with {weights_path} ({error}); the report is rewritten",
+        )
         return False
     if saved != actual:
-        log(
+        warn(
+            log,
             f"{report_path} does not describe the weights in {weights_path} "
-            f"({'no digest' if saved is None else 'other digest'}); it is rewritten at the end"
+            f"({'no digest' if saved is None else 'other digest'}); it is rewritten at the end",
         )
         return False
     return True
