@@ -254,13 +254,14 @@ class TrainConfig:
         bounds=(0, MAX_REPEATS),
     )
     teacher_book: str = setting(
-        "opening:2:1929,early:1:27278,middle:1:18916",
+        "opening:2:1929,early:1:27278,middle:1:18916,random:1:21499",
         help="shipped books of exactly labelled positions added to the teacher positions, on the "
         "board sizes they cover (connectx_train.config_types): NAME:COPIES[:FIRST] items joined "
         "by commas, COPIES copies of book NAME's first FIRST positions (the whole book without "
         "FIRST); books: opening (5 to 11 stones, which a run's own labelling mostly cannot "
         "afford), early (12 to 20) and middle (21 to 28, both from the shipped network's games "
-        "against search); 'none': the run's own positions only",
+        "against search), random (12 stones or more, from games of random legal moves); 'none': "
+        "the run's own positions only",
         group=TEACHER,
         on_resume=CHANGES,
         check=parse_teacher_books,
