@@ -33,7 +33,7 @@ from connectx_gym.files import load_weights, save_weights
 from connectx_gym.logs import warn
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.weights import WeightsFile
-from connectx_train.budget import EtaLog
+from connectx_train.budget import EtaLog, panel_seconds
 from connectx_train.config import TrainConfig
 from connectx_train.learning_curves import plot_learning_curves
 from connectx_train.model import evaluate_panel, model_weights, perfect_play_rates, save_model
@@ -47,8 +47,10 @@ __all__ = [
     "DIGEST_KEY",
     "averaged_weights",
     "check_report",
+    "final_panel_seconds",
     "finish",
     "markdown_report",
+    "periodic_evaluation",
     "play_final_panel",
     "snapshot_step",
     "snapshots_to_average",
@@ -59,6 +61,8 @@ __all__ = [
 
 #: the report's field holding :func:`weights_digest` of the ``final.npz`` it describes
 DIGEST_KEY = "weights_sha256"
+#: games per panel opponent timed to estimate the final panel
+PANEL_SAMPLE_GAMES = 2
 _SNAPSHOT = re.compile(r"step_(\d+)\.npz")
 
 
@@ -147,6 +151,40 @@ def finish(
     log(f"report: {out / 'report.md'}")
     check_stop()
     return report
+
+
+def periodic_evaluation(
+    config: TrainConfig, weights: WeightsFile, timestep: int, state: RunState
+) -> dict[str, Any]:
+    """The panel played deterministically with ``weights`` (``config.eval_games`` games a spec)
+    and the mistake rate on the labelled positions' dev split: the entry (``timestep``,
+    ``games``, ``scores`` and, where the labels are shipped, ``mistake_rate`` and
+    ``mistake_ci95``) is appended to ``state.evaluations``, its time added to
+    ``state.eval_seconds``, and returned."""
+    started = time.perf_counter()
+    results = evaluate_panel(weights, config.panel, config.eval_games, config.seed + 1)
+    entry: dict[str, Any] = {
+        "timestep": timestep,
+        "games": config.eval_games,
+        "scores": {spec: result["score"] for spec, result in results.items()},
+    }
+    rates = perfect_play_rates(weights, "dev")
+    if rates is not None:
+        entry["mistake_rate"] = rates["overall"]["mistake_rate"]
+        entry["mistake_ci95"] = rates["overall"]["mistake_ci95"]
+    state.evaluations.append(entry)
+    state.eval_seconds += time.perf_counter() - started
+    return entry
+
+
+def final_panel_seconds(config: TrainConfig, weights: WeightsFile) -> float:
+    """The seconds a bounded budget keeps aside for the final panel: a few games of ``weights``
+    against each panel opponent, timed (:func:`connectx_train.budget.panel_seconds`)."""
+
+    def play(games: int) -> None:
+        evaluate_panel(weights, config.panel, games, config.seed + 2)
+
+    return panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
 
 
 def play_final_panel(

@@ -68,19 +68,16 @@ from connectx_train.budget import (
     PPOProgress,
     RolloutBound,
     TimeLimitReachedError,
-    panel_seconds,
 )
 from connectx_train.config import TrainConfig, parse_mixture
-from connectx_train.finish import check_report, finish
+from connectx_train.finish import check_report, final_panel_seconds, finish, periodic_evaluation
 from connectx_train.model import (
     CHECKPOINT_FILE,
     EXTRAS_FILE,
     env_seed,
-    evaluate_panel,
     load_model,
     model_weights,
     new_model,
-    perfect_play_rates,
     policy_kwargs,
     read_init_weights,
     restore_extras,
@@ -121,8 +118,6 @@ from connectx_train.teaching import (
 
 __all__ = ["EXIT_INTERRUPTED", "EXIT_TIME_LIMIT", "RunInterruptedError", "prepare_out", "train"]
 
-#: games per panel opponent timed to estimate the final panel
-PANEL_SAMPLE_GAMES = 2
 #: the run's log in its output directory
 LOG_FILE = "train.log"
 
@@ -465,35 +460,19 @@ def add_snapshot(run: Run) -> None:
 def evaluate(run: Run) -> None:
     """Play the panel deterministically with the current weights: ``eval/SPEC`` scores and the
     mistake rate on the labelled positions' dev split, to TensorBoard and ``state.evaluations``."""
-    config, state, model = run.setup.config, run.state, run.model
-    started = time.perf_counter()
+    config, model = run.setup.config, run.model
     weights = model_weights(model, config.geometry)
-    results = evaluate_panel(weights, config.panel, config.eval_games, config.seed + 1)
-    for spec, result in results.items():
-        model.logger.record(f"eval/{spec}", result["score"])
-    entry = {
-        "timestep": int(model.num_timesteps),
-        "games": config.eval_games,
-        "scores": {spec: result["score"] for spec, result in results.items()},
-    }
-    rates = perfect_play_rates(weights, "dev")
-    if rates is not None:
-        entry["mistake_rate"] = rates["overall"]["mistake_rate"]
-        entry["mistake_ci95"] = rates["overall"]["mistake_ci95"]
+    entry = periodic_evaluation(config, weights, int(model.num_timesteps), run.state)
+    for spec, score in entry["scores"].items():
+        model.logger.record(f"eval/{spec}", score)
+    if "mistake_rate" in entry:
         model.logger.record("eval/mistake_rate_dev", entry["mistake_rate"])
-    state.evaluations.append(entry)
-    state.eval_seconds += time.perf_counter() - started
 
 
 def estimate_panel(run: Run) -> None:
     """Keep the final panel's time aside in a bounded budget: a few games per opponent with the
-    current weights (:func:`connectx_train.budget.panel_seconds`)."""
+    current weights (:func:`connectx_train.finish.final_panel_seconds`)."""
     budget, config = run.setup.budget, run.setup.config
-    if not budget.bounded:
-        return
-    weights = model_weights(run.model, config.geometry)
-
-    def play(games: int) -> None:
-        evaluate_panel(weights, config.panel, games, config.seed + 2)
-
-    budget.panel_seconds = panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
+    if budget.bounded:
+        weights = model_weights(run.model, config.geometry)
+        budget.panel_seconds = final_panel_seconds(config, weights)

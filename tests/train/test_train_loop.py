@@ -54,6 +54,19 @@ def test_a_curriculum_run_logs_only_the_opponents_it_played(tmp_path: Path) -> N
     assert {t for t in tensorboard_tags(out) if t.startswith("win_rate/")} == {"win_rate/onestep"}
 
 
+def test_the_periodic_panel_goes_to_tensorboard_and_the_report(tmp_path: Path) -> None:
+    out = tmp_path / "run"
+    report = train(tiny(out, eval_every=256, panel=("random", "onestep")), log=quiet)
+    (entry,) = report["evaluations"]  # 384 steps: one panel, due at step 256
+    assert entry["timestep"] == 256
+    assert entry["games"] == 2
+    assert set(entry["scores"]) == {"random", "onestep"}
+    assert all(0.0 <= score <= 1.0 for score in entry["scores"].values())
+    assert 0.0 <= entry["mistake_ci95"][0] <= entry["mistake_rate"] <= entry["mistake_ci95"][1]
+    evals = {tag for tag in tensorboard_tags(out) if tag.startswith("eval/")}
+    assert evals == {"eval/random", "eval/onestep", "eval/mistake_rate_dev"}
+
+
 def test_a_copied_run_resumes_with_its_own_snapshots(tmp_path: Path) -> None:
     original = tmp_path / "original"
     train(tiny(original, timesteps=256), log=quiet)

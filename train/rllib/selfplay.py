@@ -52,17 +52,18 @@ except ImportError as error:  # pragma: no cover - exercised only without the ex
 from connectx_gym.files import save_weights
 from connectx_gym.logs import console
 from connectx_gym.ray_executor import RayExecutor
-from connectx_train.budget import Budget, minutes, panel_seconds
+from connectx_train.budget import Budget, minutes
 from connectx_train.config import TrainConfig
 from connectx_train.config_types import GROUPS, argument_type, declaration
 from connectx_train.finish import (
     DIGEST_KEY,
+    final_panel_seconds,
+    periodic_evaluation,
     play_final_panel,
     timing_summary,
     weights_digest,
     write_report,
 )
-from connectx_train.model import evaluate_panel, perfect_play_rates
 from connectx_train.rllib.env import AGENTS, ConnectXMultiAgentEnv
 from connectx_train.rllib.module import NETWORK_SETTINGS, ConnectXPPOModule, module_weights
 from connectx_train.run_setup import describe_device, thread_pools
@@ -97,8 +98,6 @@ RLLIB_SETTINGS = (
 )
 #: the other settings as this trainer runs: no teacher, the last weights played
 RLLIB_FIXED: dict[str, Any] = {"teacher_positions": 0, "average_weights": 1}
-#: games per panel opponent timed to keep the final panel's time aside
-PANEL_SAMPLE_GAMES = 2
 #: finished games per opponent in the training win rates of the learning curves
 CURVE_WINDOW = 200
 
@@ -254,21 +253,7 @@ class RLlibRun:
     def evaluate(self) -> None:
         """The periodic panel (``eval_games`` a spec) and dev-split mistake rate, as
         ``connectx train`` plays them, into ``state.evaluations``."""
-        config, state = self.config, self.state
-        started = time.perf_counter()
-        weights = self.weights()
-        results = evaluate_panel(weights, config.panel, config.eval_games, config.seed + 1)
-        entry: dict[str, Any] = {
-            "timestep": state.timesteps,
-            "games": config.eval_games,
-            "scores": {spec: result["score"] for spec, result in results.items()},
-        }
-        rates = perfect_play_rates(weights, "dev")
-        if rates is not None:
-            entry["mistake_rate"] = rates["overall"]["mistake_rate"]
-            entry["mistake_ci95"] = rates["overall"]["mistake_ci95"]
-        state.evaluations.append(entry)
-        state.eval_seconds += time.perf_counter() - started
+        periodic_evaluation(self.config, self.weights(), self.state.timesteps, self.state)
 
 
 def _iteration(run: RLlibRun) -> None:
@@ -283,14 +268,8 @@ def _iteration(run: RLlibRun) -> None:
 
 def _keep_panel_time(run: RLlibRun, budget: Budget) -> None:
     """Keep the final panel's time aside in a bounded budget (a few timed games)."""
-    if not budget.bounded:
-        return
-    weights, config = run.weights(), run.config
-
-    def play(games: int) -> None:
-        evaluate_panel(weights, config.panel, games, config.seed + 2)
-
-    budget.panel_seconds = panel_seconds(play, config.final_games, PANEL_SAMPLE_GAMES)
+    if budget.bounded:
+        budget.panel_seconds = final_panel_seconds(run.config, run.weights())
 
 
 def train(
