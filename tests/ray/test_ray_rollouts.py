@@ -8,7 +8,6 @@ wrong address is one line. (Ctrl-C and SIGTERM under ``--ray``: ``tests/ray/test
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import logging
@@ -22,16 +21,15 @@ ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.
 pytest.importorskip("sb3_contrib")
 psutil = pytest.importorskip("psutil")
 
-from ray._private import ray_constants  # noqa: E402
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from connectx_train import ray_rollouts  # noqa: E402
 from connectx_train.config import TrainConfig  # noqa: E402
-from connectx_train.config_cli import add_arguments, config_from_args  # noqa: E402
 from connectx_train.opponents import BatchedOpponentSlots  # noqa: E402
 from connectx_train.ray_rollouts import SlicedVecEnv  # noqa: E402
 from connectx_train.run_setup import EXIT_TIME_LIMIT, RunInterruptedError  # noqa: E402
 from connectx_train.trainer import train  # noqa: E402
+from tests.ray.conftest import local_cluster, node_workers, running, train_config  # noqa: E402
 from tests.train.test_ray_rollouts import assert_same_games, rollout  # noqa: E402
 from tests.train.test_train_smoke import SMALL  # noqa: E402
 
@@ -46,24 +44,12 @@ RUN = [
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    test_cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
-    )
-    for _ in range(3):  # two for the slices' actors, one free for a restarted actor
-        test_cluster.add_node(num_cpus=1)
-    test_cluster.wait_for_nodes()
-    ray.init(address=test_cluster.address, log_to_driver=False, logging_level=logging.ERROR)
-    try:
-        yield test_cluster
-    finally:
-        ray.shutdown()
-        test_cluster.shutdown()
+    with local_cluster(workers=3) as started:  # two for the slices' actors, one free for a restart
+        yield started
 
 
 def run_config(out: Path, *extra: str) -> TrainConfig:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return config_from_args(parser.parse_args([*RUN, "--out", str(out), *extra]))
+    return train_config(*RUN, "--out", str(out), *extra)
 
 
 def log(line: str) -> None:
@@ -97,17 +83,9 @@ def test_two_slices_train_the_same_weights_on_the_cluster_as_in_one_process(clus
 def actor_node(cluster: Cluster) -> tuple[Any, list[Any]]:
     """A worker node running an env slice's actor, and its raylet's worker processes."""
     for node in cluster.worker_nodes:
-        raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-        try:
-            workers = psutil.Process(raylet).children()
-        except psutil.NoSuchProcess:
-            continue
-        for worker in workers:
-            try:
-                if "ray::EnvSlice" in " ".join(worker.cmdline()):
-                    return node, workers
-            except psutil.Error:
-                continue
+        workers = node_workers(node)
+        if running(workers, "ray::EnvSlice"):
+            return node, workers
     raise AssertionError("no worker node runs an env slice")
 
 

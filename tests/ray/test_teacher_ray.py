@@ -5,7 +5,6 @@ cached, so that a later call finishes with the same labels."""
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,21 +14,21 @@ from typing import Any
 import numpy as np
 import pytest
 
-ray = pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
-psutil = pytest.importorskip("psutil")
+pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
+pytest.importorskip("psutil")
 
-from ray._private import ray_constants  # noqa: E402
-from ray.cluster_utils import Cluster  # noqa: E402
+from ray.cluster_utils import Cluster
 
-from connectx_baselines import teacher_ray  # noqa: E402
-from connectx_baselines.teacher_labels import (  # noqa: E402
+from connectx_baselines import teacher_ray
+from connectx_baselines.teacher_labels import (
     CHUNK,
     ChunkResult,
     ChunkSettings,
     LabellingStoppedError,
     label_chunks,
 )
-from connectx_baselines.teacher_ray import ChunkLostError  # noqa: E402
+from connectx_baselines.teacher_ray import ChunkLostError
+from tests.ray.conftest import local_cluster, node_workers, running
 
 #: 6x7 positions of 20 stones or more: about a second or two a chunk, long enough to lose a node
 SETTINGS = ChunkSettings((6, 7, 4), min_ply=20, keep=0.35, node_limit=100_000)
@@ -40,18 +39,8 @@ DEADLINE = 120.0
 
 @pytest.fixture(scope="module")
 def cluster() -> Iterator[Cluster]:
-    test_cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
-    )
-    for _ in range(2):
-        test_cluster.add_node(num_cpus=1)
-    test_cluster.wait_for_nodes()
-    ray.init(address=test_cluster.address, log_to_driver=False, logging_level=logging.ERROR)
-    try:
-        yield test_cluster
-    finally:
-        ray.shutdown()
-        test_cluster.shutdown()
+    with local_cluster(workers=2) as started:
+        yield started
 
 
 @pytest.fixture(scope="module")
@@ -75,18 +64,7 @@ def assert_same(got: list[ChunkResult], expected: list[ChunkResult]) -> None:
 
 def labelling_on(node: Any) -> bool:
     """Whether a worker of ``node`` (a child of its raylet) is labelling a chunk now."""
-    raylet = node.all_processes[ray_constants.PROCESS_TYPE_RAYLET][0].process.pid
-    try:
-        workers = psutil.Process(raylet).children()
-    except psutil.NoSuchProcess:
-        return False
-    for worker in workers:
-        try:
-            if "ray::label_chunk" in " ".join(worker.cmdline()):
-                return True
-        except psutil.Error:
-            continue
-    return False
+    return bool(running(node_workers(node), "ray::label_chunk"))
 
 
 def remove_when(cluster: Cluster, ready: Callable[[], bool]) -> list[Any]:

@@ -10,13 +10,13 @@ machine); timeouts are generous for a loaded 2-core machine.
 
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +30,8 @@ from connectx_baselines.teacher_labels import make_teacher_set  # noqa: E402
 from connectx_gym.bitboard import Geometry  # noqa: E402
 from connectx_gym.cli import main  # noqa: E402
 from connectx_train.config import TrainConfig, settings_on_resume  # noqa: E402
-from connectx_train.config_cli import add_arguments, config_from_args  # noqa: E402
 from connectx_train.config_types import OnResume  # noqa: E402
+from tests.ray.conftest import running, train_config  # noqa: E402
 from tests.support.child_signals import default_signal_dispositions  # noqa: E402
 from tests.train.test_train_smoke import SMALL  # noqa: E402
 
@@ -47,19 +47,13 @@ RUN = [
 ]
 
 
-def parsed(*argv: str) -> TrainConfig:
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return config_from_args(parser.parse_args(list(argv)))
-
-
 def test_the_flag_alone_starts_a_local_instance_and_an_address_joins_a_cluster():
     assert TrainConfig().ray == ""
-    assert parsed().ray == ""
-    assert parsed("--ray").ray == "local"
-    assert parsed("--ray", "head:6379").ray == "head:6379"
-    assert parsed("--ray", "ray://head:10001").ray == "ray://head:10001"
-    assert parsed("--ray", "auto").ray == "auto"
+    assert train_config().ray == ""
+    assert train_config("--ray").ray == "local"
+    assert train_config("--ray", "head:6379").ray == "head:6379"
+    assert train_config("--ray", "ray://head:10001").ray == "ray://head:10001"
+    assert train_config("--ray", "auto").ray == "auto"
 
 
 def test_a_malformed_address_is_a_one_line_usage_error(capsys):
@@ -108,15 +102,40 @@ def marked(mark: str) -> list[Any]:
     return found
 
 
-def labelling_workers(mark: str) -> list[Any]:
-    workers = []
-    for process in marked(mark):
-        try:
-            if "ray::label_chunk" in " ".join(process.cmdline()):
-                workers.append(process)
-        except psutil.Error:
-            continue
-    return workers
+def stop_when(
+    process: subprocess.Popen,
+    err_path: Path,
+    mark: str,
+    ready: Callable[[], bool],
+    number: int,
+    settle: float = 0.0,
+) -> tuple[int, list[Any], str]:
+    """Once ``ready()`` (and ``settle`` seconds on), send the run signal ``number``: its exit
+    status, the processes of its mark alive at the signal, its stderr. The run is killed if it
+    ends first, is not ready in 300 s or does not stop in 120 s."""
+    try:
+        deadline = time.monotonic() + 300  # Ray's start and the workers' imports when loaded
+        while not ready():
+            assert process.poll() is None, err_path.read_text(errors="replace")
+            assert time.monotonic() < deadline, "the run on Ray not ready within 300 s"
+            time.sleep(0.1)
+        time.sleep(settle)
+        started = marked(mark)
+        process.send_signal(number)
+        status = process.wait(timeout=120)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    return status, started, err_path.read_text(errors="replace")
+
+
+def assert_none_left(started: list[Any], mark: str) -> None:
+    """The processes ``started`` end within a minute, and none of the mark is left."""
+    _, alive = psutil.wait_procs(started, timeout=60)
+    left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+    assert not left, [" ".join(p.cmdline()) for p in left]
+    assert not marked(mark)
 
 
 def test_no_cluster_at_the_address_stops_the_run_in_one_line(tmp_path):
@@ -132,40 +151,16 @@ def test_no_cluster_at_the_address_stops_the_run_in_one_line(tmp_path):
 def test_a_stop_signal_while_labelling_on_ray_leaves_no_ray_process(tmp_path, number):
     mark = uuid.uuid4().hex
     process, err_path = run_train(tmp_path / "run", mark, "--ray")
-    try:
-        deadline = time.monotonic() + 300  # Ray's start and the workers' imports when loaded
-        while not labelling_workers(mark):
-            assert process.poll() is None, err_path.read_text(errors="replace")
-            assert time.monotonic() < deadline, "no chunk labelled on Ray within 300 s"
-            time.sleep(0.1)
-        started = marked(mark)
-        process.send_signal(number)
-        status = process.wait(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    text = err_path.read_text(errors="replace")
+
+    def labelling() -> bool:
+        return bool(running(marked(mark), "ray::label_chunk"))
+
+    status, started, text = stop_when(process, err_path, mark, labelling, number)
     assert status == 130, text
     assert "while labelling" in text
     assert "Traceback" not in text
     assert len(started) >= 3  # the raylet, the object store's and control processes, workers
-    _, alive = psutil.wait_procs(started, timeout=60)
-    left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not left, [" ".join(p.cmdline()) for p in left]
-    assert not marked(mark)
-
-
-def rollout_actors(mark: str) -> list[Any]:
-    """The run's env slices on Ray actors (:mod:`connectx_train.ray_rollouts`)."""
-    actors = []
-    for process in marked(mark):
-        try:
-            if "ray::EnvSlice" in " ".join(process.cmdline()):
-                actors.append(process)
-        except psutil.Error:
-            continue
-    return actors
+    assert_none_left(started, mark)
 
 
 def test_sigterm_while_rollouts_run_on_ray_leaves_no_ray_process(tmp_path):
@@ -173,25 +168,14 @@ def test_sigterm_while_rollouts_run_on_ray_leaves_no_ray_process(tmp_path):
     mark, out = uuid.uuid4().hex, tmp_path / "run"
     extra = ("--teacher-positions", "0", "--timesteps", "100000", "--env-slices", "2", "--ray")
     process, err_path = run_train(out, mark, *extra)
-    try:
-        deadline = time.monotonic() + 300  # Ray's start and the actors' imports when loaded
-        while len(rollout_actors(mark)) < 2 or not (out / "checkpoint.zip").is_file():
-            assert process.poll() is None, err_path.read_text(errors="replace")
-            assert time.monotonic() < deadline, "no rollouts on Ray within 300 s"
-            time.sleep(0.1)
-        time.sleep(1.0)  # into PPO's rollouts
-        started = marked(mark)
-        process.send_signal(signal.SIGTERM)
-        status = process.wait(timeout=120)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-    text = err_path.read_text(errors="replace")
+
+    def rolling_out() -> bool:  # both env slices' actors up, past the first checkpoint
+        actors = running(marked(mark), "ray::EnvSlice")  # connectx_train.ray_rollouts
+        return len(actors) >= 2 and (out / "checkpoint.zip").is_file()
+
+    # a second on: into PPO's rollouts
+    status, started, text = stop_when(process, err_path, mark, rolling_out, signal.SIGTERM, 1.0)
     assert status == 130, text
     assert "continue with: connectx train --resume" in text
     assert "Traceback" not in text
-    _, alive = psutil.wait_procs(started, timeout=60)
-    left = [p for p in alive if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
-    assert not left, [" ".join(p.cmdline()) for p in left]
-    assert not marked(mark)
+    assert_none_left(started, mark)

@@ -6,7 +6,6 @@ environment (``.ci/rllib_tests``); skipped without ``pip install -e ".[rllib]"``
 
 from __future__ import annotations
 
-import argparse
 import json
 from pathlib import Path
 
@@ -21,9 +20,9 @@ rllib = pytest.importorskip(
 
 from connectx_gym import make_policy  # noqa: E402
 from connectx_gym.bitboard import Board, Geometry  # noqa: E402
-from connectx_train.config_cli import add_arguments, config_from_args  # noqa: E402
 from connectx_train.finish import DIGEST_KEY, weights_digest  # noqa: E402
 from connectx_train.state import Curriculum  # noqa: E402
+from tests.ray.conftest import train_config  # noqa: E402
 
 SPECS = [
     *["--curriculum", "random", "onestep~0.5@2+minimax:depth=2", "alphabeta:max_depth=4~0.25"],
@@ -43,20 +42,13 @@ def rllib_config(argv):
     return rllib.config_from_args(rllib.make_parser().parse_args(argv))
 
 
-def train_config(argv):
-    """The settings ``connectx train`` reads from ``argv``."""
-    parser = argparse.ArgumentParser()
-    add_arguments(parser)
-    return config_from_args(parser.parse_args(argv))
-
-
 @pytest.mark.parametrize(
     "argv",
     [SPECS, ["--opponent", "minimax:depth=3@3+onestep", "--opponent", "random~0.1"], []],
     ids=["curriculum", "opponent", "defaults"],
 )
 def test_specs_parse_as_connectx_train_parses_them(argv):
-    mine, theirs = rllib_config(argv), train_config(argv)
+    mine, theirs = rllib_config(argv), train_config(*argv)
     for name in rllib.RLLIB_SETTINGS:
         assert getattr(mine, name) == getattr(theirs, name), name
     assert Curriculum.from_config(mine) == Curriculum.from_config(theirs)
