@@ -26,6 +26,8 @@ from connectx_train.teaching import teaching_settings
 from connectx_train.trainer import train
 from tests.train.test_train_resume import arrays, quiet, tiny
 
+SMALL_BOARD = {"rows": 4, "columns": 5, "inarow": 3}
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -179,7 +181,8 @@ def test_a_cpu_run_equals_the_default_run_and_reports_its_device(
 ) -> None:
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)  # auto: the CPU, here too
     lines: list[str] = []
-    teacher = {"teacher_positions": 20, "teacher_epochs": 2, "teacher_replay": 2}
+    # on the small board: no shipped book covers it (the run teaches its own 20 positions only)
+    teacher = {"teacher_positions": 20, "teacher_epochs": 2, "teacher_replay": 2, **SMALL_BOARD}
     default = train(tiny(tmp_path / "default", teacher_workers=1, **teacher), log=quiet)
     on_cpu = train(
         tiny(tmp_path / "cpu", device="cpu", teacher_workers=1, **teacher), log=lines.append

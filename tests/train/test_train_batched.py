@@ -211,7 +211,10 @@ def test_teacher_replay_counts_as_update_time(
         return loss
 
     monkeypatch.setattr(TeacherReplay, "replay", slow_replay)
-    config = tiny(tmp_path / "run", teacher_positions=30, teacher_epochs=1, teacher_workers=1)
+    config = tiny(
+        tmp_path / "run", teacher_positions=30, teacher_epochs=1, teacher_workers=1,
+        rows=4, columns=5, inarow=3,  # the small board: no shipped book to teach beside the 30
+    )  # fmt: skip
     timing = train(config, log=quiet)["timing"]
     rollouts = config.timesteps // (config.n_envs * config.n_steps)
     # (the rollouts' own seconds depend on the machine's load, so only this side is asserted)
