@@ -303,12 +303,13 @@ def test_presets_are_valid_configs() -> None:
     assert strong.channels > TrainConfig().channels
     # The default keeps the parts of the growing books that made its README run: two copies of
     # the opening book's first 1,929 positions, the early book's first 27,278 once, the middle
-    # book's 18,916 once. The opening book weighs more in the strong run's larger teacher set
-    # (three copies of all of it), which has no middle book.
+    # book's 18,916 once, the random book's 21,499 once. The opening book weighs more in the
+    # strong-v1 run's larger teacher set (three copies of all of it), which has no middle book.
     assert parse_teacher_books(TrainConfig().teacher_book) == (
         BookUse("opening", 2, 1929),
         BookUse("early", 1, 27278),
         BookUse("middle", 1, 18916),
+        BookUse("random", 1, 21499),
     )
     assert parse_teacher_books(strong.teacher_book) == (
         BookUse("opening", 3),

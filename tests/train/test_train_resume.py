@@ -112,6 +112,9 @@ def test_an_interruption_in_the_final_phase_is_finished_by_resume(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, stop_in: str
 ) -> None:
     out = tmp_path / "run"
+    # no periodic evaluation (it plays its panel through evaluate_panel too): the stop falls in
+    # the final phase
+    config = tiny(out, eval_every=4096)
     real = getattr(final_phase, stop_in)
 
     def interrupted(*args: object, **kwargs: object) -> None:
@@ -119,7 +122,7 @@ def test_an_interruption_in_the_final_phase_is_finished_by_resume(
 
     monkeypatch.setattr(final_phase, stop_in, interrupted)
     with pytest.raises(RunInterruptedError, match="--resume") as stop:
-        train(tiny(out), log=quiet)
+        train(config, log=quiet)
     assert stop.value.timesteps >= 384
     assert not (out / "report.json").exists()
     state = json.loads((out / "state.json").read_text())
@@ -128,14 +131,14 @@ def test_an_interruption_in_the_final_phase_is_finished_by_resume(
     monkeypatch.setattr(final_phase, stop_in, real)
 
     lines: list[str] = []
-    report = train(dataclasses.replace(tiny(out), resume=True), log=lines.append)
+    report = train(dataclasses.replace(config, resume=True), log=lines.append)
     assert report["timesteps"] == stop.value.timesteps
     for name in FINAL_FILES:
         assert (out / name).is_file(), name
     assert not list(out.glob("*.tmp*"))
     assert (stop_in == "write_report") == any("reusing" in line for line in lines)
     # Finishing again is harmless: the same panel, the same files.
-    again = train(dataclasses.replace(tiny(out), resume=True), log=quiet)
+    again = train(dataclasses.replace(config, resume=True), log=quiet)
     assert outcomes(again) == outcomes(report)
 
 
