@@ -166,7 +166,11 @@ def main(argv: list[str] | None = None) -> None:
     if args.smoke:
         sets, limit, args.no_bitbully = ["L3_R1"], 3, True
     if not args.pons_dir.is_dir():
-        parser.error(f"no Pons benchmark directory at {args.pons_dir}")
+        parser.error(
+            f"no Pons benchmark directory at {args.pons_dir}: download the six Test_L*_R* files "
+            "of https://github.com/PascalPons/connect4 into one folder and give it as --pons-dir "
+            "(docs/install.md, 'Pascal Pons' benchmark positions')"
+        )
     agents = _bitbully_agents(args.book, wanted=not args.no_bitbully)
     print(f"{machine_line()}\n", flush=True)
     print(_header(agents), flush=True)

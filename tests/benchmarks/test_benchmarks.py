@@ -195,6 +195,20 @@ def test_the_rollout_scaling_refuses_a_bad_opponent_in_one_line() -> None:
     assert "Traceback" not in result.stderr
 
 
+def test_the_solver_benchmark_without_pons_positions_says_where_to_get_them(
+    tmp_path: Path,
+) -> None:
+    missing = tmp_path / "pons"
+    result = subprocess.run(
+        [sys.executable, str(BENCHMARKS / "bench_solver.py"), "--pons-dir", str(missing)],
+        cwd=ROOT, env=script_env(), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"no Pons benchmark directory at {missing}" in result.stderr
+    assert "https://github.com/PascalPons/connect4" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
 @pytest.mark.skipif(
     any(importlib.util.find_spec(module) is None for module in NEEDS["gpu_check.py"]),
     reason="the GPU check needs torch and sb3-contrib",
