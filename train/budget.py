@@ -21,8 +21,8 @@ Every phase stops at the bound itself (:meth:`Budget.over`): a stop in labelling
 keeps the chunks labelled and the passes done, and the same command goes on from them. PPO
 looks at every env step of a rollout (:class:`RolloutBound`) and stops where what follows the
 rollout (its update, an evaluation due) would no longer end by its deadline; the rollout so cut
-is not trained on, and the run goes back to its last complete update (:class:`LastUpdate`), the
-checkpoint from which ``--resume`` goes on.
+is not trained on, and the run goes back to its last complete update
+(:class:`connectx_train.model.LastUpdate`), the checkpoint from which ``--resume`` goes on.
 
 What someone watching a run sees of its progress against the bound: :class:`EtaLog`'s progress
 lines with the time left (labelling, teaching, the final panel) and PPO's (:class:`PPOProgress`):
@@ -36,27 +36,18 @@ Before that, a run is sized to its steps (:func:`sized_teacher_fraction`): the s
 see at most as many positions as PPO's updates do (``timesteps * n_epochs``), so a short run gets
 a short teacher (the default run and the presets are below that cap and keep their whole set).
 
-This module imports torch for the random streams of :class:`LastUpdate` alone, and not SB3.
+This module imports neither torch nor SB3.
 """
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-import numpy as np
-import torch
 
 from connectx_gym.progress import Progress
-from connectx_train.state import RunState, SessionClock
-
-if TYPE_CHECKING:
-    from sb3_contrib import MaskablePPO
+from connectx_train.state import SessionClock
 
 __all__ = [
     "LABEL_SECONDS_PER_CHUNK",
@@ -67,7 +58,6 @@ __all__ = [
     "TEACHING_GIVES_WAY",
     "Budget",
     "EtaLog",
-    "LastUpdate",
     "PPOProgress",
     "RolloutBound",
     "TeachingPlan",
@@ -362,48 +352,3 @@ class RolloutBound:
     def ended(self, seconds: float) -> None:
         """The rollout's jobs and update took ``seconds``."""
         self.after[self.evaluating] = max(self.after[self.evaluating], seconds)
-
-
-@dataclass
-class LastUpdate:
-    """What a checkpoint holds of PPO at its last complete update that a rollout changes (taken
-    before each rollout, :meth:`take`): the step count and episode statistics of the model, the
-    run's state (its curriculum and opponent draws) and the random streams (torch's and numpy's
-    global ones, which the checkpoint's extras save). A rollout cut by the time bound is not
-    trained on: :meth:`cut` puts them back, so that the checkpoint then saved, and ``--resume``
-    from it, are those of a stop right after the last update."""
-
-    timesteps: int
-    episodes: tuple[Any, Any]
-    state: dict[str, Any]
-    torch_rng: torch.Tensor
-    numpy_rng: Any
-
-    @classmethod
-    def take(cls, model: MaskablePPO, state: RunState) -> LastUpdate:
-        """The model and ``state`` as they are now."""
-        # the lists that grow a point per rollout (and are never changed in place) are copied
-        # shallowly, the rest deeply (the curriculum's history is)
-        fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
-        growing = ("train_curve", "evaluations")
-        kept = {k: list(v) if k in growing else copy.deepcopy(v) for k, v in fields.items()}
-        episodes = (copy.copy(model.ep_info_buffer), copy.copy(model.ep_success_buffer))
-        numpy_rng = np.random.get_state()  # noqa: NPY002 (SB3's minibatch shuffles use it)
-        return cls(int(model.num_timesteps), episodes, kept, torch.get_rng_state(), numpy_rng)
-
-    def cut(self, model: MaskablePPO, state: RunState, size: int) -> str:
-        """Put back the model and ``state`` after the time bound cut a rollout of ``size``
-        steps; the log line that says so."""
-        done = int(model.num_timesteps) - self.timesteps
-        model.num_timesteps = self.timesteps
-        model.ep_info_buffer, model.ep_success_buffer = self.episodes
-        for name, value in self.state.items():
-            setattr(state, name, value)
-        state.stopped_by_time = True
-        torch.set_rng_state(self.torch_rng)
-        np.random.set_state(self.numpy_rng)  # noqa: NPY002
-        return (
-            f"PPO: the time limit cut the rollout from step {self.timesteps:,} after {done:,} of "
-            f"its {size:,} steps; they are not trained on nor counted: the run stops at step "
-            f"{self.timesteps:,} (its last update), where --resume goes on"
-        )

@@ -26,12 +26,19 @@ written at other steps than the checkpoint (the run stopped between the two writ
 checkpoint (copied from another run, or from another save of this one at the same step), missing
 or unreadable is left aside, saying so: the streams then stay as ``--seed`` set them and the
 replay starts with a fresh Adam.
+
+:class:`LastUpdate` holds what a checkpoint keeps at the last complete update (step count, the
+run's state, the random streams), so that a rollout cut by the time bound can be undone and the
+checkpoint saved as of that update.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import hashlib
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, cast
 
@@ -55,10 +62,12 @@ from connectx_train.sb3_files import (
     without_gym,
     write_torch_atomically,
 )
+from connectx_train.state import RunState
 
 __all__ = [
     "CHECKPOINT_FILE",
     "EXTRAS_FILE",
+    "LastUpdate",
     "LinearSchedule",
     "checkpoint_digest",
     "env_seed",
@@ -398,3 +407,48 @@ def restore_extras(
 def env_seed(seed: int, timesteps: int) -> int:
     """The envs' seed in a run with ``seed`` resumed at ``timesteps`` (below 2**31)."""
     return int(np.random.SeedSequence([seed, timesteps]).generate_state(1)[0] >> 1)
+
+
+@dataclass
+class LastUpdate:
+    """What a checkpoint holds of PPO at its last complete update that a rollout changes (taken
+    before each rollout, :meth:`take`): the step count and episode statistics of the model, the
+    run's state (its curriculum and opponent draws) and the random streams (torch's and numpy's
+    global ones, which the checkpoint's extras save). A rollout cut by the time bound is not
+    trained on: :meth:`cut` puts them back, so that the checkpoint then saved, and ``--resume``
+    from it, are those of a stop right after the last update."""
+
+    timesteps: int
+    episodes: tuple[Any, Any]
+    state: dict[str, Any]
+    torch_rng: torch.Tensor
+    numpy_rng: Any
+
+    @classmethod
+    def take(cls, model: MaskablePPO, state: RunState) -> LastUpdate:
+        """The model and ``state`` as they are now."""
+        # the lists that grow a point per rollout (and are never changed in place) are copied
+        # shallowly, the rest deeply (the curriculum's history is)
+        fields = {f.name: getattr(state, f.name) for f in dataclasses.fields(state)}
+        growing = ("train_curve", "evaluations")
+        kept = {k: list(v) if k in growing else copy.deepcopy(v) for k, v in fields.items()}
+        episodes = (copy.copy(model.ep_info_buffer), copy.copy(model.ep_success_buffer))
+        numpy_rng = np.random.get_state()  # noqa: NPY002 (SB3's minibatch shuffles use it)
+        return cls(int(model.num_timesteps), episodes, kept, torch.get_rng_state(), numpy_rng)
+
+    def cut(self, model: MaskablePPO, state: RunState, size: int) -> str:
+        """Put back the model and ``state`` after the time bound cut a rollout of ``size``
+        steps; the log line that says so."""
+        done = int(model.num_timesteps) - self.timesteps
+        model.num_timesteps = self.timesteps
+        model.ep_info_buffer, model.ep_success_buffer = self.episodes
+        for name, value in self.state.items():
+            setattr(state, name, value)
+        state.stopped_by_time = True
+        torch.set_rng_state(self.torch_rng)
+        np.random.set_state(self.numpy_rng)  # noqa: NPY002
+        return (
+            f"PPO: the time limit cut the rollout from step {self.timesteps:,} after {done:,} of "
+            f"its {size:,} steps; they are not trained on nor counted: the run stops at step "
+            f"{self.timesteps:,} (its last update), where --resume goes on"
+        )

@@ -64,7 +64,6 @@ from connectx_gym.logs import log_file
 from connectx_gym.registry import make_policy
 from connectx_gym.weights import WeightsFile
 from connectx_train.budget import (
-    LastUpdate,
     PPOProgress,
     RolloutBound,
     TimeLimitReachedError,
@@ -74,6 +73,7 @@ from connectx_train.finish import check_report, final_panel_seconds, finish, per
 from connectx_train.model import (
     CHECKPOINT_FILE,
     EXTRAS_FILE,
+    LastUpdate,
     env_seed,
     load_model,
     model_weights,
