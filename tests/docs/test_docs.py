@@ -8,7 +8,8 @@ namespace each; shell blocks run in bash with ``connectx`` standing for ``python
 connectx_gym.cli`` in a quick mode: ``train`` gets a few hundred steps of a tiny network,
 ``evaluate``/``tournament`` a few games, ``serve`` starts in the background on a free port (the
 page's ``:8000`` points there) and ``play`` reads ``q``; ``python benchmarks/X.py`` gets
-``--smoke``. A block preceded by ``<!-- skip: reason -->`` is not run (the count is bounded
+``--smoke`` (with no arguments that is tests/benchmarks' own smoke run, so it only checks the
+script is there). A block preceded by ``<!-- skip: reason -->`` is not run (the count is bounded
 below); ``<!-- requires: module ... -->`` runs it only where those modules are installed.
 """
 
@@ -95,7 +96,10 @@ os.execv(sys.executable, [sys.executable, "-m", "connectx_gym.cli", *argv])
 BASH_PREAMBLE = """\
 set -euo pipefail
 python() {
-    if [[ "${1:-}" == benchmarks/*.py ]]; then command python "$@" --smoke
+    if [[ "${1:-}" == benchmarks/*.py && $# -eq 1 ]]; then
+        [[ -f "$1" ]] || { echo "no benchmark $1" >&2; return 1; }
+        echo "$1 --smoke: run by tests/benchmarks/test_benchmarks.py"  # the same command
+    elif [[ "${1:-}" == benchmarks/*.py ]]; then command python "$@" --smoke
     else command python "$@"; fi
 }
 """
