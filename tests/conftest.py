@@ -9,11 +9,18 @@ benchmark-script and docs tests, and the tests marked slow one by one.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+# The suite's workers (pytest-xdist) and the commands they start each run OpenMP thread pools
+# (torch's, numba's) on the same few cores: threads that busy-wait after a parallel region take
+# the cores the others need. Waiting passively changes no result, only where the time goes; set
+# before torch or numba load their OpenMP runtime, and inherited by every subprocess.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 #: The repository root, so that tests import the data-making programs of ``tools/`` (not installed).
 ROOT = Path(__file__).resolve().parents[1]
