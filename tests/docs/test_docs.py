@@ -281,6 +281,23 @@ def test_the_blocks_python_is_this_interpreter_with_its_packages(tmp_path: Path)
     assert answer.stdout.strip() == sys.prefix
 
 
+def test_a_benchmark_without_arguments_is_left_to_its_smoke_test_but_must_exist() -> None:
+    """A block's ``python benchmarks/X.py`` is tests/benchmarks' own smoke run, so it is not run
+    twice; a block naming a script that is not there still fails."""
+
+    def block(line: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            ["bash", "-c", BASH_PREAMBLE + line], cwd=ROOT, capture_output=True, text=True
+        )
+
+    there = block("python benchmarks/bench_env.py  # a comment")
+    assert there.returncode == 0
+    assert "run by tests/benchmarks/test_benchmarks.py" in there.stdout
+    missing = block("python benchmarks/no_such_benchmark.py")
+    assert missing.returncode != 0
+    assert "no benchmark benchmarks/no_such_benchmark.py" in missing.stderr
+
+
 def test_blocks_are_found_and_few_are_skipped() -> None:
     assert len(ALL_BLOCKS) >= 30
     assert any(b.page == README and b.kind == "python" and b.skip is None for b in ALL_BLOCKS)
