@@ -72,6 +72,17 @@ def signal_safe(call: Callable[[], T]) -> T:
         raise
 
 
+def _wait_through_signals(finished: threading.Event) -> None:
+    """Wait for ``finished``; a further Ctrl-C meanwhile (the call, told to stop, ends within
+    milliseconds) does not cut the wait short."""
+    while True:
+        try:
+            finished.wait()
+            return
+        except BaseException:  # the exception that is already on its way is raised after
+            continue
+
+
 def run_stoppable(call: Callable[[], None], stop: Callable[[], None], poll: float = 0.05) -> None:
     """``call()``, compiled code that releases the GIL, on a helper thread while this one waits,
     so that an exception of a signal handler (Ctrl-C's ``KeyboardInterrupt``, SIGTERM where a
@@ -83,21 +94,26 @@ def run_stoppable(call: Callable[[], None], stop: Callable[[], None], poll: floa
         call()
         return
     failure: list[BaseException] = []
+    finished = threading.Event()
 
     def target() -> None:
         try:
             call()
         except BaseException as error:  # raised again by the waiting thread
             failure.append(error)
+        finally:
+            finished.set()
 
-    worker = threading.Thread(target=target, name="connectx-search", daemon=True)
-    worker.start()
+    # The wait is on an event, not on ``Thread.join``: a join that a signal interrupts may mark
+    # a thread that still runs as ended (CPython before 3.13), and the next call would then
+    # share its scratch arrays with a search not yet stopped.
+    threading.Thread(target=target, name="connectx-search", daemon=True).start()
     try:
-        while worker.is_alive():
-            worker.join(poll)
+        while not finished.wait(poll):
+            pass
     except BaseException:
         stop()
-        worker.join()
+        _wait_through_signals(finished)
         raise
     if failure:
         raise failure[0]
