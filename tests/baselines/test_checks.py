@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 
@@ -20,6 +21,17 @@ def ctrl_c_to_the_main_thread_after(seconds: float) -> threading.Timer:
     return timer
 
 
+@pytest.fixture
+def ctrl_c_raises() -> Iterator[None]:
+    """SIGINT raises KeyboardInterrupt, as in a user's process (xdist's workers ignore it)."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.usefixtures("ctrl_c_raises")
 def test_a_ctrl_c_returns_only_after_the_stopped_call_has_ended() -> None:
     # A call that takes a while to end once told to stop: the Ctrl-C is raised after it ended,
     # never while it still runs (the next call would share its scratch arrays).
@@ -27,7 +39,7 @@ def test_a_ctrl_c_returns_only_after_the_stopped_call_has_ended() -> None:
     ended = threading.Event()
 
     def call() -> None:
-        told_to_stop.wait()
+        told_to_stop.wait(timeout=10)  # bounded: a Ctrl-C that never comes fails, not hangs
         time.sleep(0.3)
         ended.set()
 
