@@ -27,6 +27,7 @@ when interrupted), never a traceback; set ``CONNECTX_DEBUG=1`` to see one.
 from __future__ import annotations
 
 import argparse
+import gc
 import importlib
 import logging
 import os
@@ -198,5 +199,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error_status(error)
 
 
+def run_program() -> NoReturn:
+    """The ``connectx`` program (its console script, and ``python -m connectx_gym.cli``): exit
+    with :func:`main`'s status. What the command leaves is first put out of the garbage
+    collector's reach (``gc.freeze``): the process's exit frees it all at once, where the
+    interpreter's last collections would walk every object of torch and numba, a second of a
+    short command's time. (:func:`main` itself, called in a process that goes on, frees as
+    usual.)"""
+    status = main()
+    gc.freeze()
+    sys.exit(status)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_program()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from importlib.metadata import entry_points
 from pathlib import Path
 
 import numpy as np
@@ -195,6 +196,22 @@ def test_entry_point_and_light_imports() -> None:
     )
     assert script.returncode == 0
     assert "export-kaggle" in script.stdout
+
+
+def test_the_program_exits_with_the_commands_status_and_its_whole_output() -> None:
+    # The program leaves its objects to the exit, not to the collector (gc.freeze): what it
+    # prints still comes out whole, and its status is the command's.
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "connectx"]
+    assert script.value == "connectx_gym.cli:run_program"
+    command = [sys.executable, "-m", "connectx_gym.cli", "evaluate", "random", "random"]
+    done = subprocess.run(
+        [*command, "--games", "2", "--json"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["games"] == 2
+    bad = subprocess.run([*command[:-1], "bogus"], capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2
+    assert "unknown policy 'bogus'" in bad.stderr
 
 
 def test_accuracy_command(capsys: pytest.CaptureFixture[str]) -> None:
