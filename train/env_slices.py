@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -30,6 +31,7 @@ __all__ = [
     "SliceLostError",
     "SliceReset",
     "SliceStep",
+    "actor_env",
     "slice_bounds",
     "slice_cpus",
 ]
@@ -187,7 +189,7 @@ class RaySlices:
             )
             actor = ray.remote(
                 num_cpus=share, max_restarts=restarts, max_task_retries=0,
-                scheduling_strategy="SPREAD",
+                scheduling_strategy="SPREAD", runtime_env={"env_vars": actor_env()},
             )(EnvSlice)  # fmt: skip
             self.actors = [actor.remote(config, start, stop, share) for start, stop in bounds]
         except BaseException:
@@ -227,6 +229,14 @@ class RaySlices:
                     self.ray.kill(actor)
         finally:
             self._session.close()
+
+
+def actor_env() -> dict[str, str]:
+    """Environment variables of the slices' actors: their OpenMP threads (the opponents' searches)
+    sleep rather than spin when they are out of work, as a step ends, so that they leave the
+    cores to the learner where both share a machine (a local instance: each process's spinning
+    threads slowed the other's work). A value the user set is kept."""
+    return {"OMP_WAIT_POLICY": os.environ.get("OMP_WAIT_POLICY", "PASSIVE")}
 
 
 def slice_cpus(node_cpus: Sequence[int], slices: int) -> int:

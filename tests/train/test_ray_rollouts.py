@@ -11,7 +11,7 @@ import pytest
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
 
 from connectx_train.config import TrainConfig
-from connectx_train.env_slices import slice_bounds, slice_cpus
+from connectx_train.env_slices import actor_env, slice_bounds, slice_cpus
 from connectx_train.opponents import BatchedOpponentSlots, collect_timing
 from connectx_train.ray_rollouts import SlicedVecEnv, restart_seed, train_env
 
@@ -145,3 +145,12 @@ def test_each_actor_holds_an_equal_share_of_the_cpus_that_fits_on_a_node():
     assert slice_cpus([16, 16, 16, 16], 64) == 1
     assert slice_cpus([3, 1], 2) == 1  # two actors of 2 CPUs would not both fit
     assert slice_cpus([1, 1, 1], 2) == 1
+
+
+def test_the_actors_threads_sleep_when_idle_unless_the_user_said_otherwise(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    assert actor_env() == {"OMP_WAIT_POLICY": "PASSIVE"}
+    monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
+    assert actor_env() == {"OMP_WAIT_POLICY": "ACTIVE"}
