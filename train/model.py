@@ -414,9 +414,9 @@ class LastUpdate:
     """What a checkpoint holds of PPO at its last complete update that a rollout changes (taken
     before each rollout, :meth:`take`): the step count and episode statistics of the model, the
     run's state (its curriculum and opponent draws) and the random streams (torch's and numpy's
-    global ones, which the checkpoint's extras save). A rollout cut by the time bound is not
-    trained on: :meth:`cut` puts them back, so that the checkpoint then saved, and ``--resume``
-    from it, are those of a stop right after the last update."""
+    global ones, which the checkpoint's extras save). A rollout cut by the time bound or a stop
+    signal is not trained on: :meth:`cut` puts them back, so that the checkpoint then saved, and
+    ``--resume`` from it, are those of a stop right after the last update."""
 
     timesteps: int
     episodes: tuple[Any, Any]
@@ -436,19 +436,20 @@ class LastUpdate:
         numpy_rng = np.random.get_state()  # noqa: NPY002 (SB3's minibatch shuffles use it)
         return cls(int(model.num_timesteps), episodes, kept, torch.get_rng_state(), numpy_rng)
 
-    def cut(self, model: MaskablePPO, state: RunState, size: int) -> str:
-        """Put back the model and ``state`` after the time bound cut a rollout of ``size``
-        steps; the log line that says so."""
+    def cut(self, model: MaskablePPO, state: RunState, size: int, by_time: bool = True) -> str:
+        """Put back the model and ``state`` after the time bound (``by_time``) or a stop signal
+        cut a rollout of ``size`` steps; the log line that says so."""
         done = int(model.num_timesteps) - self.timesteps
         model.num_timesteps = self.timesteps
         model.ep_info_buffer, model.ep_success_buffer = self.episodes
         for name, value in self.state.items():
             setattr(state, name, value)
-        state.stopped_by_time = True
+        state.stopped_by_time = by_time
         torch.set_rng_state(self.torch_rng)
         np.random.set_state(self.numpy_rng)  # noqa: NPY002
+        what = "the time limit" if by_time else "a stop signal"
         return (
-            f"PPO: the time limit cut the rollout from step {self.timesteps:,} after {done:,} of "
+            f"PPO: {what} cut the rollout from step {self.timesteps:,} after {done:,} of "
             f"its {size:,} steps; they are not trained on nor counted: the run stops at step "
             f"{self.timesteps:,} (its last update), where --resume goes on"
         )

@@ -321,7 +321,7 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
     # until the end, so there the run logs a progress line a minute instead
     bar = config.progress_bar and sys.stderr.isatty()
     steps = EnvSteps(run, stops, PPOProgress(log, clock.session_seconds, deadline, bar))
-    last = LastUpdate.take(model, state)  # what a rollout cut by the time bound goes back to
+    last = LastUpdate.take(model, state)  # what a rollout cut by a stop goes back to
     # the first opponents, in place before SB3 resets the envs (in _setup_learn)
     draw_opponents(run)
     total, callback = model._setup_learn(remaining, steps, not config.resume, tb_log_name="ppo")
@@ -338,9 +338,8 @@ def ppo(run: Run, stops: StopSignals, log: Callable[[str], None]) -> None:
             env, callback, model.rollout_buffer, model.n_steps, use_masking=True
         )
         run.timing["rollout_seconds"] += time.perf_counter() - started
-        if not collected:  # the deadline, or a stop signal, mid-rollout
-            if state.stopped_by_time:  # not trained on: the run stops at its last update
-                log(last.cut(model, state, size))
+        if not collected:  # the deadline, or a stop signal, mid-rollout: not trained on, so
+            log(last.cut(model, state, size, state.stopped_by_time))  # it stops at its last update
             break
         iteration, collected_at = iteration + 1, time.perf_counter()
         model._update_current_progress_remaining(model.num_timesteps, total)

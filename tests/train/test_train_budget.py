@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +30,7 @@ from connectx_train.budget import (
 )
 from connectx_train.config import TrainConfig, preset_config
 from connectx_train.finish import DIGEST_KEY, check_report, weights_digest, write_report
+from connectx_train.run_setup import StopSignals
 from connectx_train.state import RunState, SessionClock
 from connectx_train.teaching import _teaching_allowed, sized_teacher
 from connectx_train.trainer import EXIT_TIME_LIMIT, RunInterruptedError, train
@@ -342,3 +344,35 @@ def test_the_time_limit_inside_a_rollout_stops_there_keeps_the_last_update_and_r
     # wherever the rollout was cut, the run saved the same update and --resume trains the same
     assert saved[0] == saved[1]
     assert weights[0] == weights[1]
+
+
+def test_a_stop_signal_inside_a_rollout_keeps_the_last_update_and_resume_finishes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The steps a stop signal cut short are neither trained on nor counted, as the time limit's:
+    # the checkpoint is the last update's, and --resume trains what a time-limited run does.
+    calls: list[None] = []
+
+    def passed(self: RolloutBound) -> bool:
+        calls.append(None)
+        if len(calls) == 64 + 10:  # ten env steps into the second rollout
+            handler = signal.getsignal(signal.SIGTERM)
+            assert isinstance(getattr(handler, "__self__", None), StopSignals)
+            signal.raise_signal(signal.SIGTERM)
+        return False
+
+    monkeypatch.setattr(RolloutBound, "passed", passed)
+    out, lines = tmp_path / "signalled", []
+    with pytest.raises(RunInterruptedError):
+        train(tiny(out), log=lines.append)
+    assert json.loads((out / "state.json").read_text())["timesteps"] == 128
+    cut = "a stop signal cut the rollout from step 128 after 20 of its 128 steps"
+    assert any(line.startswith(f"PPO: {cut}") for line in lines), lines
+    monkeypatch.undo()
+    assert train(tiny(out, resume=True), log=quiet)["timesteps"] == 384
+    timed = tmp_path / "timed"
+    cut_after(monkeypatch, 64 + 10)
+    train(tiny(timed), log=quiet)
+    monkeypatch.undo()
+    train(tiny(timed, resume=True), log=quiet)
+    assert arrays(out / "final.npz") == arrays(timed / "final.npz")
