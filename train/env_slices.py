@@ -85,14 +85,19 @@ class EnvSlice:
     """Boards ``start`` to ``stop`` (excluded) of the run's batched env with their opponents: a
     :class:`~connectx_train.opponents.BatchedOpponentSlots` of ``stop - start`` boards seeded
     with ``config.seed * 1000 + start``. ``threads`` (0: unchanged) sets numba's threads, which
-    the searching opponents use (on a Ray actor: the CPUs it holds, at most the node's cores)."""
+    the searching opponents use (on a Ray actor: the CPUs it holds, at most the node's cores),
+    and holds numpy's BLAS to one thread."""
 
     def __init__(self, config: TrainConfig, start: int, stop: int, threads: int = 0) -> None:
         if threads:
             import numba
+            from threadpoolctl import threadpool_limits
 
             most = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
             numba.set_num_threads(min(threads, most))
+            # numpy's BLAS on one thread, as in the learner's process (its thread_pools): the
+            # self-play snapshots' matrix products are small, and BLAS threads spin after each
+            threadpool_limits(limits=1, user_api="blas")
         self.env = BatchedOpponentSlots(dataclasses.replace(config, n_envs=stop - start))
         self.env.seed(config.seed * 1000 + start)
 

@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 import pytest
 from stable_baselines3.common.vec_env import VecEnv, VecMonitor
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from connectx_train.config import TrainConfig
-from connectx_train.env_slices import actor_env, slice_bounds, slice_cpus
+from connectx_train.env_slices import EnvSlice, actor_env, slice_bounds, slice_cpus
 from connectx_train.opponents import BatchedOpponentSlots, collect_timing
 from connectx_train.ray_rollouts import SlicedVecEnv, restart_seed, train_env
 
@@ -154,3 +155,16 @@ def test_the_actors_threads_sleep_when_idle_unless_the_user_said_otherwise(
     assert actor_env() == {"OMP_WAIT_POLICY": "PASSIVE"}
     monkeypatch.setenv("OMP_WAIT_POLICY", "ACTIVE")
     assert actor_env() == {"OMP_WAIT_POLICY": "ACTIVE"}
+
+
+def test_a_slice_on_an_actor_holds_numpy_blas_to_one_thread() -> None:
+    import numba
+
+    before = numba.get_num_threads()
+    with threadpool_limits(limits=2, user_api="blas"):  # put back on the way out
+        env_slice = EnvSlice(TrainConfig(n_envs=2), 0, 2, threads=1)  # as a Ray actor makes it
+        blas = [pool["num_threads"] for pool in threadpool_info() if pool["user_api"] == "blas"]
+        env_slice.close()
+    numba.set_num_threads(before)
+    assert blas  # numpy's BLAS is seen
+    assert set(blas) == {1}
