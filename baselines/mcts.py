@@ -10,10 +10,10 @@ evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
   (``Q + c_puct P sqrt(N) / (1 + n)``) whose priors ``P`` are the softmax of the network's
   logits, the network asked for a batch of leaves at a time (descents in a batch steer apart by
   virtual losses). A network with a value head (:attr:`connectx_gym.weights.WeightsFile.value`:
-  those trained from its introduction on) scores each leaf by its value, as AlphaZero does,
-  with no rollout; one without (the shipped ``ppo``) by random games. ``rollouts`` chooses:
-  unset, the value where there is one; 0, the value (refused without one); 1 or more, random
-  games even where there is a value.
+  the shipped ``ppo`` and the networks ``connectx train`` writes) scores each leaf by its value,
+  as AlphaZero does, with no rollout; one without (``ppo-v1``) by random games. ``rollouts``
+  chooses: unset, the value where there is one; 0, the value (refused without one); 1 or more,
+  random games even where there is a value.
 
 Both prove what they can (MCTS-Solver): a move that wins, fills the board or lets the opponent
 win at once is proven when its node is made, and proofs climb the tree, so a win in one is

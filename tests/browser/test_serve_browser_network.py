@@ -5,6 +5,7 @@ in red where the solver says it gives away value."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -17,8 +18,11 @@ pytest.importorskip("playwright.sync_api", reason="pip install playwright")
 
 from werkzeug.serving import make_server
 
+from connectx_gym.bitboard import Board
 from connectx_gym.files import SHIPPED_WEIGHTS
+from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
+from connectx_gym.serve.network import network_view
 from tests.browser.test_serve_browser import (
     TIMEOUT_MS,
     browser,  # noqa: F401 (the fixture)
@@ -123,11 +127,32 @@ def test_ppo_shows_its_move_probabilities_beside_the_solvers_scores(browser, url
         note = page.inner_text("#network-note")
         assert note.startswith("ppo-v1 plays column 3")
         assert "the solver prefers 4" in note
-        assert "no value head" in page.inner_text("#analysis")  # probabilities only: the legend
+        assert "Its value" not in note  # ppo-v1 has no value head: probabilities only
+        assert "value head" in page.inner_text("#analysis")  # the legend says which have one
         page.screenshot(path=str(SHOTS / "serve_rl.png"))
         # A new game clears the network's view with the scores, until it is asked again.
         page.click("#new-game")
         page.wait_for_function("!document.querySelector('#probs .prob.worse')")
+    finally:
+        page.close()
+    assert not errors, errors
+
+
+def test_a_network_with_a_value_head_shows_its_value(browser, url: str) -> None:  # noqa: F811
+    page, errors = open_page(browser, url, 1200, 800)
+    try:
+        page.select_option("#opponent-choice", "ppo")
+        wait_for_turn(page)
+        page.wait_for_selector("#probs .prob.top")
+        note = page.inner_text("#network-note")
+        assert note.startswith("ppo plays column "), note
+        match = re.search(r"Its value for the player to move: ([+\u2212])(\d\.\d\d) ", note)
+        assert match is not None, note
+        sign = -1.0 if match.group(1) == "\u2212" else 1.0
+        shown = sign * float(match.group(2))
+        view = network_view(make_policy("ppo"), Board.empty())  # the position the page shows
+        assert view is not None
+        assert shown == pytest.approx(view["value"], abs=0.005)
     finally:
         page.close()
     assert not errors, errors

@@ -216,6 +216,11 @@ function percent(p) {
   return p > 0 && p < 0.005 ? "<1%" : `${Math.round(p * 100)}%`;
 }
 
+function signedValue(value) {
+  // A network's value, -1 lost to 1 won, with its sign: "+0.42", "−0.13"
+  return `${value < 0 ? "−" : "+"}${Math.abs(value).toFixed(2)}`;
+}
+
 function networkVerdict(top) {
   // Whether the solver says the network's top move gives away value: "worse", "best" or null
   // (no exact scores to tell by).
@@ -248,7 +253,9 @@ function showNetwork() {
   const best = view.scores ? view.scores.best.map((c) => c + 1).join(" or ") : "";
   const judged = verdict === "worse" ? `: the solver prefers ${best}, so this move gives away value`
     : verdict === "best" ? ": the solver agrees" : "";
-  note.textContent = `${net.network} plays column ${top + 1} (${percent(net.probabilities[top])})${judged}.`;
+  const valued = typeof net.value === "number"
+    ? ` Its value for the player to move: ${signedValue(net.value)} (−1 lost, +1 won).` : "";
+  note.textContent = `${net.network} plays column ${top + 1} (${percent(net.probabilities[top])})${judged}.${valued}`;
   note.className = verdict === "worse" ? "worse" : "";
   note.hidden = false;
 }
