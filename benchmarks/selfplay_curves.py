@@ -22,7 +22,8 @@ Usage::
     python benchmarks/selfplay_curves.py --seeds 0 1 2 --max-minutes 8 --snapshot-every 20000
 
 Flags this script does not know go to every ``connectx train --preset selfplay`` command.
-``--smoke`` runs two tiny runs (seconds) in a temporary folder.
+``--smoke`` runs two tiny runs (seconds) in a temporary folder: its own flags come after the
+given ones and win (``connectx train`` still checks those).
 """
 
 from __future__ import annotations
@@ -242,7 +243,9 @@ def main() -> None:
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="selfplay_curves_") as directory:
         if args.smoke:
-            args.seeds, args.root, train_args = [0, 1], Path(directory), [*SMOKE, *train_args]
+            # the tiny run's flags last, so that they win over a long run's (the last of a flag
+            # given twice counts): the run stays seconds long
+            args.seeds, args.root, train_args = [0, 1], Path(directory), [*train_args, *SMOKE]
         runs = {seed: args.root / f"seed_{seed}" for seed in args.seeds}
         reports = {seed: (out, run_seed(seed, out, train_args)) for seed, out in runs.items()}
         panels = curves(reports, args.split)
