@@ -17,12 +17,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+import _child as child
 
 from connectx_train.run_setup import machine_summary
 
@@ -43,7 +44,7 @@ def run_training(train_args: list[str], out: Path) -> tuple[dict[str, Any], floa
     report and the command's wall seconds. Exits with the command's status if it fails."""
     command = [sys.executable, "-m", "connectx_gym.cli", "train", *train_args, "--out", str(out)]
     started = time.perf_counter()
-    status = subprocess.run([*command, "--no-progress-bar"], check=False).returncode
+    status = child.run([*command, "--no-progress-bar"]).returncode
     seconds = time.perf_counter() - started
     if status != 0:
         print(f"bench_phases: connectx train failed (exit status {status})", file=sys.stderr)

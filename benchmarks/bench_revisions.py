@@ -23,11 +23,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
 
+import _child as child
 from _machine import machine_line
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -90,7 +90,7 @@ def measure_tree(tree: Path, positions: int, seconds: float) -> dict[str, float]
     env = {**os.environ, "PYTHONPATH": str(tree)}
     command = [sys.executable, str(Path(__file__).resolve()), "--measure"]
     command += ["--positions", str(positions), "--seconds", str(seconds)]
-    done = subprocess.run(command, cwd=tree, env=env, capture_output=True, text=True, check=False)
+    done = child.run(command, cwd=tree, env=env, capture_output=True, text=True)
     if done.returncode != 0:
         raise SystemExit(f"bench_revisions: measuring {tree} failed: {done.stderr.strip()[-800:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])

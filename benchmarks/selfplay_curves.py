@@ -32,13 +32,13 @@ import argparse
 import importlib.util
 import json
 import math
-import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
+import _child as child
 import numpy as np
 from _machine import machine_line
 
@@ -78,7 +78,7 @@ def run_seed(seed: int, out: Path, train_args: list[str]) -> dict[str, Any]:
     else:
         print(f"seed {seed}: {' '.join(command[2:])}", flush=True)
         started = time.perf_counter()
-        status = subprocess.run(command, check=False).returncode
+        status = child.run(command).returncode
         if status != 0:
             print(f"selfplay_curves: seed {seed} failed (exit status {status})", file=sys.stderr)
             sys.exit(status)

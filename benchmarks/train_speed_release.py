@@ -93,13 +93,15 @@ def measure(
     path = [str(checkout), *filter(None, [os.environ.get("PYTHONPATH")])]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(path)}
     flag = "1" if smoke else "0"
-    done = subprocess.run(
+    # imported here: tests load this module without benchmarks/ on sys.path
+    import _child as child
+
+    done = child.run(
         [sys.executable, "-c", WORKER, opponent, str(rollouts), flag, *map(str, network)],
         cwd=checkout,
         env=env,
         capture_output=True,
         text=True,
-        check=False,
     )
     if done.returncode != 0:
         raise RuntimeError(f"measuring {checkout} failed:\n{done.stderr[-3000:]}")

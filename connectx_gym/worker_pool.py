@@ -18,20 +18,62 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import ctypes.util
+import functools
 import os
 import signal
 import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ProcessPoolExecutor
 
-__all__ = ["die_with_parent", "worker_pool"]
+__all__ = [
+    "die_with_parent",
+    "ends_with_this_process",
+    "signal_at_parent_death",
+    "worker_pool",
+]
 
 #: ``prctl`` option that sets the signal a process gets when its parent dies (linux/prctl.h)
 PR_SET_PDEATHSIG = 1
 #: seconds between two looks at the parent's process id
 WATCH_SECONDS = 1.0
+
+
+@functools.cache
+def _prctl() -> Callable[..., int] | None:
+    """libc's ``prctl`` (Linux), or None."""
+    if not sys.platform.startswith("linux"):
+        return None
+    with contextlib.suppress(OSError, AttributeError):
+        prctl: Callable[..., int] = ctypes.CDLL(
+            ctypes.util.find_library("c") or None, use_errno=True
+        ).prctl
+        return prctl
+    return None
+
+
+def signal_at_parent_death(signum: int) -> bool:
+    """Ask Linux to send this process ``signum`` when its parent ends (``PR_SET_PDEATHSIG``; the
+    request outlives ``exec``); False where it cannot be asked."""
+    prctl = _prctl()
+    return prctl is not None and prctl(PR_SET_PDEATHSIG, signum, 0, 0, 0) == 0
+
+
+def ends_with_this_process(signum: int = signal.SIGTERM) -> Callable[[], None]:
+    """A ``preexec_fn`` for :class:`subprocess.Popen`: the child gets ``signum`` when this
+    process ends, however it ends (Linux), and exits at once if it already has. libc is looked
+    up here, before the fork, not in the child. Linux sends the signal when the thread that
+    started the child ends: start it from one that lives as long (the main thread)."""
+    parent = os.getpid()
+    _prctl()
+
+    def preexec() -> None:
+        signal_at_parent_death(signum)
+        if os.getppid() != parent:  # ended before prctl took effect
+            os._exit(1)
+
+    return preexec
 
 
 def die_with_parent(parent: int) -> None:
@@ -40,10 +82,7 @@ def die_with_parent(parent: int) -> None:
     # a forked worker inherits the parent's Python handlers (a trainer's or Ray's SIGTERM handler
     # would turn the pool's SIGTERM into an exception that the worker loop answers and survives)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
-    if sys.platform.startswith("linux"):
-        with contextlib.suppress(OSError, AttributeError):
-            libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
-            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    signal_at_parent_death(signal.SIGKILL)
     if os.getppid() != parent:  # died before prctl took effect
         os._exit(1)
     threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
