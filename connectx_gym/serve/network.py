@@ -5,8 +5,8 @@ A network is a policy whose ``weights`` are a weights-only network
 search guided by one (``mcts:net=ppo``, whose view is its network's priors, not its visits). The
 view is the network's move probabilities (the softmax of its logits over the legal columns) and,
 for a network with a value head (:attr:`~connectx_gym.weights.WeightsFile.value`: the shipped
-``ppo`` has one, ``ppo-v1`` none), its value of the position for the player to move. One forward pass, whose
-work the loader bounded (:data:`~connectx_gym.weights.MAX_WORK`).
+``ppo`` has one, ``ppo-v1`` none), its value of the position for the player to move. One
+forward pass, whose work the loader bounded (:data:`~connectx_gym.weights.MAX_WORK`).
 """
 
 from __future__ import annotations

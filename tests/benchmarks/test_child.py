@@ -39,7 +39,8 @@ CHILD = textwrap.dedent(
 #: A script that runs CHILD through ``_child.run`` and says how it ended.
 SCRIPT = textwrap.dedent(
     """
-    import sys
+    import signal, sys
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as from a terminal
     sys.path.insert(0, sys.argv[2])
     import _child
     try:
