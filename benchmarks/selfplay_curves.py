@@ -60,6 +60,13 @@ SMOKE = [
 ]  # fmt: skip
 
 
+def smoke_args(train_args: list[str]) -> list[str]:
+    """The flags of a ``--smoke`` run given ``train_args``: the tiny run's last, so that they win
+    over a long run's (the last of a flag given twice counts) and the run stays seconds long,
+    while ``connectx train`` still checks the given ones."""
+    return [*train_args, *SMOKE]
+
+
 def train_command(seed: int, out: Path, train_args: list[str]) -> list[str]:
     """The ``connectx train --preset selfplay`` command of one seed."""
     return [
@@ -243,9 +250,7 @@ def main() -> None:
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="selfplay_curves_") as directory:
         if args.smoke:
-            # the tiny run's flags last, so that they win over a long run's (the last of a flag
-            # given twice counts): the run stays seconds long
-            args.seeds, args.root, train_args = [0, 1], Path(directory), [*train_args, *SMOKE]
+            args.seeds, args.root, train_args = [0, 1], Path(directory), smoke_args(train_args)
         runs = {seed: args.root / f"seed_{seed}" for seed in args.seeds}
         reports = {seed: (out, run_seed(seed, out, train_args)) for seed, out in runs.items()}
         panels = curves(reports, args.split)

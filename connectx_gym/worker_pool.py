@@ -11,6 +11,7 @@ killed run went on computing for 36 minutes). :func:`worker_pool` makes a pool w
 
 and terminates its workers at once when the block is left by an exception (Ctrl-C, SIGTERM
 turned into ``KeyboardInterrupt``, a closed generator), instead of waiting for their tasks.
+:func:`ends_with_this_process` gives a ``subprocess.Popen`` child the same request to Linux.
 """
 
 from __future__ import annotations

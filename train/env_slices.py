@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from connectx_gym.files import one_blas_thread
 from connectx_train.config import TrainConfig
 from connectx_train.opponents import BatchedOpponentSlots
 
@@ -89,15 +90,16 @@ class EnvSlice:
     and holds numpy's BLAS to one thread."""
 
     def __init__(self, config: TrainConfig, start: int, stop: int, threads: int = 0) -> None:
+        self._limits = contextlib.ExitStack()
         if threads:
             import numba
-            from threadpoolctl import threadpool_limits
 
             most = int(numba.config.NUMBA_NUM_THREADS)  # type: ignore[attr-defined]
             numba.set_num_threads(min(threads, most))
-            # numpy's BLAS on one thread, as in the learner's process (its thread_pools): the
-            # self-play snapshots' matrix products are small, and BLAS threads spin after each
-            threadpool_limits(limits=1, user_api="blas")
+            # numpy's BLAS on one thread while the slice lives, as in the learner's process (its
+            # thread_pools): the self-play snapshots' matrix products are small, and BLAS threads
+            # spin after each
+            self._limits.enter_context(one_blas_thread())
         self.env = BatchedOpponentSlots(dataclasses.replace(config, n_envs=stop - start))
         self.env.seed(config.seed * 1000 + start)
 
@@ -138,6 +140,7 @@ class EnvSlice:
 
     def close(self) -> None:
         self.env.close()
+        self._limits.close()
 
 
 class LocalSlices:

@@ -236,3 +236,22 @@ def test_the_device_check_names_its_parts() -> None:
     assert result.returncode == 2
     assert result.stderr == "usage: bash benchmarks/device_check.sh cores|run|strong [flags]\n"
     assert not result.stdout  # refused before installing or running anything
+
+
+def test_a_smoke_run_of_the_selfplay_curves_stays_tiny_whatever_flags_come_with_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The docs' 8-minute command with ``--smoke``: the tiny run's flags win over the long ones."""
+    pytest.importorskip("scipy")
+    from connectx_gym.cli import build_parser
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as when the script runs
+    spec = importlib.util.spec_from_file_location("curves", BENCHMARKS / "selfplay_curves.py")
+    curves = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(curves)
+    long_run = ["--max-minutes", "8", "--final-games", "100", "--panel", "minimax:depth=4"]
+    smoke = curves.smoke_args(long_run)
+    parsed = build_parser().parse_args(["train", "--preset", "selfplay", *smoke])
+    assert parsed.max_minutes == 0
+    assert parsed.final_games == 2
+    assert parsed.panel == ["random", "minimax:depth=4"]
