@@ -220,6 +220,44 @@ def random_columns(
                 chosen -= 1
 
 
+def random_quiet_columns(
+    agent: np.ndarray,
+    mask: np.ndarray,
+    boards: np.ndarray,
+    uniforms: np.ndarray,
+    by_agent: np.ndarray,
+    dims: DimsArg,
+    out: np.ndarray,
+) -> None:
+    """``out[k]``: as :func:`random_columns`, among the open columns of board ``boards[k]`` where
+    a stone of its mover (the agent where ``by_agent[k]``) completes no line; -1 when every open
+    column does. Where no column can win, the same column as :func:`random_columns`."""
+    d = as_dims(dims)
+    for k in range(boards.shape[0]):
+        i = boards[k]
+        stones = agent[i] if by_agent[k] else agent[i] ^ mask[i]
+        count = 0
+        for c in range(d.columns):
+            count += _is_quiet(stones, mask[i], c, d.height, d.inarow, d.size)
+        chosen = int(uniforms[k] * count)
+        out[k] = -1
+        for c in range(d.columns):
+            if _is_quiet(stones, mask[i], c, d.height, d.inarow, d.size):
+                if chosen == 0:
+                    out[k] = c
+                    break
+                chosen -= 1
+
+
+def _is_quiet(stones: int, mask: int, column: int, height: int, inarow: int, size: int) -> bool:
+    """Whether ``column`` is open and a stone dropped there gives ``stones`` no line."""
+    cells = ((1 << (height - 1)) - 1) << (column * height)  # the column's cells, sentinel off
+    if (mask & cells) == cells:  # full
+        return False
+    dropped = (mask + (1 << (column * height))) & cells  # the lowest empty cell (Pons' trick)
+    return not has_line(stones | dropped, height, inarow, size)
+
+
 def random_replies(
     agent: np.ndarray,
     mask: np.ndarray,

@@ -13,7 +13,7 @@ from gymnasium import spaces
 from connectx_gym._jit import jit
 from connectx_gym.bitboard import Board, Geometry, has_line
 from connectx_gym.numeric import player_mark
-from connectx_gym.policy import Policy, RandomPolicy, Struct, validate_answer
+from connectx_gym.policy import Policy, Struct, validate_answer
 from connectx_gym.registry import make_policy
 from connectx_gym.render import board_to_ansi, board_to_rgb
 
@@ -48,10 +48,36 @@ def check_env_options(
         raise ValueError(f"illegal_action must be 'lose' or 'raise', got {illegal_action!r}")
 
 
-def most_opening_plies(geometry: Geometry) -> int:
-    """The longest random opening that neither ends a game nor lets the opponent's reply end it:
-    ``2 * inarow - 3`` stones (with the reply, nobody has ``inarow``), at most ``cells - 2``."""
+def quiet_opening_plies(geometry: Geometry) -> int:
+    """The longest random opening in which no stone, nor the opponent's reply after it, can
+    complete a line: ``2 * inarow - 3`` stones (with the reply, nobody has ``inarow``), at most
+    ``cells - 2``. Longer openings play only stones that complete no line and end with the agent to
+    move (:func:`opening_length`)."""
     return max(0, min(2 * geometry.inarow - 3, geometry.cells - 2))
+
+
+def most_opening_plies(geometry: Geometry) -> int:
+    """The longest random opening a board takes: ``cells - 2`` stones (the agent has a move left
+    and the game is not decided by a full board), none with ``inarow=1`` (every stone wins)."""
+    return 0 if geometry.inarow == 1 else max(0, geometry.cells - 2)
+
+
+def opening_length(drawn: Any, agent_mark: Any, geometry: Geometry) -> Any:
+    """The stones of random openings of ``drawn`` stones for agents of ``agent_mark`` (ints or
+    arrays): ``drawn``, one fewer where ``drawn`` passes :func:`quiet_opening_plies` and would
+    leave the opponent to move, so that a long opening, whose stones may leave wins in one, never
+    hands the opponent its first move (mark 1 moves after an even number of stones)."""
+    longer = (drawn > quiet_opening_plies(geometry)) & (1 + drawn % 2 != agent_mark)
+    return drawn - longer
+
+
+def quiet_random_column(board: Board, rng: np.random.Generator) -> int:
+    """A uniformly random open column of ``board`` where the mover's stone completes no line (-1
+    if every open one does): an opening's stone, from one ``rng.random()`` draw as
+    :class:`~connectx_gym.policy.RandomPolicy`, whose column it is where no column wins."""
+    quiet = [c for c in board.open_columns() if not board.is_winning_move(c)]
+    chosen = int(rng.random() * len(quiet))
+    return quiet[chosen] if quiet else -1
 
 
 def check_opening_plies(plies: Any, geometry: Geometry) -> int:
@@ -63,8 +89,8 @@ def check_opening_plies(plies: Any, geometry: Geometry) -> int:
     if plies > most:
         raise ValueError(
             f"opening_plies must be at most {most} on a {geometry.rows}x{geometry.columns} board "
-            f"with inarow={geometry.inarow} (more random stones could end the game before the "
-            f"agent moves), got {plies}"
+            f"with inarow={geometry.inarow} (random stones that complete no line and leave the "
+            f"agent a move), got {plies}"
         )
     return int(plies)
 
@@ -135,8 +161,13 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
       ``k`` drawn uniformly from 0 to ``opening_plies`` at each reset, played alternately from
       mark 1 (whichever mark the agent has); then the opponent moves if it is its turn. Training
       against deterministic opponents from the empty board replays a few lines; this varies them.
-      At most ``2 * inarow - 3`` and ``cells - 2`` (5 on 6x7), so neither the opening nor the
-      opponent's reply after it ends a game.
+      Up to ``2 * inarow - 3`` stones (5 on 6x7) no stone can complete a line. Longer openings
+      (at most ``cells - 2``: 40 on 6x7) reach the middle and end of games as random play leaves
+      them, wins and threats unplayed: their stones go only in columns where they complete no line
+      (the opening stops where none is left, and is drawn again if that leaves the opponent to
+      move), and they end with the agent to move (one stone fewer where the drawn ``k`` would leave
+      the opponent to move), so no opening ends a game or hands the opponent a win before the
+      agent moves.
 
     All randomness (the opponent's, the agent's mark, the random openings) comes from the env's
     generator, seeded by ``reset(seed=...)``: the same seed and actions give the same episodes.
@@ -259,12 +290,26 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         return self._planes.copy(), self._info(opponent_action)
 
     def _random_opening(self) -> None:
-        """``0..opening_plies`` stones (uniformly) in uniformly random open columns, from mark 1."""
-        random = RandomPolicy()
-        for ply in range(int(self.np_random.integers(0, self.opening_plies + 1))):
+        """``0..opening_plies`` stones (uniformly; :func:`opening_length`) in uniformly random
+        open columns that complete no line (:func:`quiet_random_column`), from mark 1. An opening
+        that runs out of such columns stops there, or is drawn again where that would leave the
+        opponent to move."""
+        while not self._random_opening_stones():
+            mark = self.agent_mark
+            self._new_game()
+            self.agent_mark = mark
+
+    def _random_opening_stones(self) -> bool:
+        """One try of :meth:`_random_opening`; False when it is to be drawn again."""
+        drawn = int(self.np_random.integers(0, self.opening_plies + 1))
+        for ply in range(opening_length(drawn, self.agent_mark, self.geometry)):
             player = 0 if 1 + ply % 2 == self.agent_mark else 1  # 0: the agent's stone
             board = Board(self.geometry, self._stones[player], self._mask, self._moves)
-            self._play(random.act(board, self.np_random), player)
+            column = quiet_random_column(board, self.np_random)
+            if column < 0:  # every open column completes a line: the opening stops here
+                return player == 0
+            self._play(column, player)
+        return True
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the agent's column, then the opponent's reply unless the game is over."""

@@ -14,7 +14,12 @@ from connectx_gym import _vector_kernels
 from connectx_gym._dims import dims_arg
 from connectx_gym.batch import BoardBatch, choose_columns
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.env import check_env_options, check_opening_plies, check_reset_options
+from connectx_gym.env import (
+    check_env_options,
+    check_opening_plies,
+    check_reset_options,
+    opening_length,
+)
 from connectx_gym.memory import MEMORY_SHARE, available_memory, format_bytes
 from connectx_gym.numeric import player_mark
 from connectx_gym.policy import Policy, RandomPolicy
@@ -256,19 +261,39 @@ class ConnectXVectorEnv(VectorEnv[np.ndarray, np.ndarray, np.ndarray]):
             self._ended_by_opening[second] = self._winner[second] >= 0
 
     def _random_openings(self, boards: np.ndarray) -> None:
-        """``0..opening_plies`` stones (drawn per board) in uniformly random open columns on the
-        new ``boards``, played alternately from mark 1, ply by ply over all boards at once."""
-        plies = self.np_random.integers(0, self.opening_plies + 1, size=len(boards))
-        no_rewards = np.zeros(self.num_envs)  # no opening ends a game (check_opening_plies)
+        """``0..opening_plies`` stones (drawn per board; :func:`~connectx_gym.env.opening_length`)
+        in uniformly random open columns that complete no line on the new ``boards``, played
+        alternately from mark 1, ply by ply over all boards at once. An opening that runs out of
+        such columns stops there, or is drawn again where that would leave the opponent to move."""
+        while len(boards):
+            stuck = self._random_opening_stones(boards)
+            self._kernels.clear_boards(
+                self._agent, self._mask, self._moves, self._winner, self._observations,
+                self._legal, stuck,
+            )  # fmt: skip
+            boards = stuck
+
+    def _random_opening_stones(self, boards: np.ndarray) -> np.ndarray:
+        """One try of :meth:`_random_openings`; returns the boards to draw again."""
+        drawn = self.np_random.integers(0, self.opening_plies + 1, size=len(boards))
+        plies = opening_length(drawn, self._marks[boards], self.geometry)
+        no_rewards = np.zeros(self.num_envs)  # no opening stone completes a line
+        stuck = []
         for ply in range(int(plies.max(initial=0))):
             active = boards[plies > ply]
-            columns = np.empty(len(active), dtype=np.int64)
-            self._kernels.random_columns(
-                self._mask, active, self.np_random.random(len(active)), self._dims, columns,
-            )  # fmt: skip
             by_agent = self._marks[active] == 1 + ply % 2
+            columns = np.empty(len(active), dtype=np.int64)
+            self._kernels.random_quiet_columns(
+                self._agent, self._mask, active, self.np_random.random(len(active)), by_agent,
+                self._dims, columns,
+            )  # fmt: skip
+            ended = columns < 0  # every open column completes a line: the opening stops here
+            plies[np.isin(boards, active[ended])] = ply
+            stuck.append(active[ended & ~by_agent])  # the opponent would move: draw again
+            active, columns, by_agent = active[~ended], columns[~ended], by_agent[~ended]
             self._play(active[by_agent], columns[by_agent], True, no_rewards)
             self._play(active[~by_agent], columns[~by_agent], False, no_rewards)
+        return np.concatenate([np.empty(0, dtype=boards.dtype), *stuck])
 
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

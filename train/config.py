@@ -18,7 +18,7 @@ from typing import Any
 
 from connectx_baselines._thread_choice import available_cores
 from connectx_gym.bitboard import MAX_CELLS, MAX_SIDE, Geometry
-from connectx_gym.env import check_opening_plies, most_opening_plies
+from connectx_gym.env import check_opening_plies, quiet_opening_plies
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.ray_executor import check_address
 from connectx_train.config_types import (
@@ -193,7 +193,8 @@ class TrainConfig:
         None,
         help="each training game starts after 0 to this many random stones (drawn per game: the "
         "env's opening_plies), so that games against deterministic opponents do not replay a few "
-        "lines from the empty board; 0: every game from the empty board",
+        "lines from the empty board; past 2*inarow-3 (5 on 6x7), random play's middle and end "
+        "positions, their wins in one unplayed; 0: every game from the empty board",
         group=OPPONENTS,
         on_resume=CHANGES,
         bounds=(0, MAX_CELLS),
@@ -434,10 +435,11 @@ class TrainConfig:
         return Geometry(self.rows, self.columns, self.inarow)
 
     def training_opening_plies(self) -> int:
-        """``opening_plies``, or when unset :data:`DEFAULT_OPENING_PLIES` capped at what the
-        board allows (:func:`connectx_gym.env.most_opening_plies`: 3 on 4x5 with 3 in a row)."""
+        """``opening_plies``, or when unset :data:`DEFAULT_OPENING_PLIES` capped at the board's
+        openings in which no stone can complete a line
+        (:func:`connectx_gym.env.quiet_opening_plies`: 3 on 4x5 with 3 in a row)."""
         if self.opening_plies is None:
-            return min(DEFAULT_OPENING_PLIES, most_opening_plies(self.geometry))
+            return min(DEFAULT_OPENING_PLIES, quiet_opening_plies(self.geometry))
         return self.opening_plies
 
     def labelling_workers(self) -> int:

@@ -15,7 +15,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from connectx_gym import Geometry
-from connectx_gym.env import ConnectXEnv, check_opening_plies
+from connectx_gym.bitboard import Board
+from connectx_gym.env import ConnectXEnv, check_opening_plies, quiet_random_column
 from connectx_gym.vector import ConnectXVectorEnv
 from connectx_train.config import TrainConfig
 
@@ -23,7 +24,7 @@ SIZES = [(6, 7, 4), (4, 5, 3), (3, 3, 2), (7, 8, 5), (2, 2, 2)]
 
 
 def most_plies(rows: int, columns: int, inarow: int) -> int:
-    return max(0, min(2 * inarow - 3, rows * columns - 2))
+    return 0 if inarow == 1 else max(0, rows * columns - 2)
 
 
 def check_start(planes: np.ndarray, agent_mark: int, inarow: int) -> int:
@@ -99,7 +100,7 @@ def test_batched_env_starts_every_board_from_a_reachable_open_position(size):
                              opening_plies=plies)  # fmt: skip
     obs, info = venv.reset(seed=5)
     stones = [check_start(obs[i], int(info["agent_mark"][i]), size[2]) for i in range(300)]
-    assert max(stones) >= plies
+    assert max(stones) >= plies - 1  # one fewer where the drawn length leaves the opponent to move
     assert min(stones) <= 1
     np.testing.assert_array_equal(venv.action_masks(), (obs[:, 0] | obs[:, 1])[:, 0] == 0)
     rng = np.random.default_rng(1)
@@ -138,14 +139,14 @@ def test_batched_env_is_reproducible_and_draws_the_documented_lengths():
 @pytest.mark.parametrize(
     ("size", "plies", "message"),
     [
-        ((6, 7, 4), 6, "at most 5 on a 6x7 board with inarow=4"),
+        ((6, 7, 4), 41, "at most 40 on a 6x7 board with inarow=4"),
         ((6, 7, 4), -1, ">= 0"),
         ((6, 7, 4), True, "whole number"),
         ((6, 7, 4), 2.0, "whole number"),
         ((1, 1, 4), 1, "at most 0"),
         ((3, 3, 1), 1, "at most 0"),
         ((2, 2, 4), 3, "at most 2"),
-        ((4, 5, 2), 2, "at most 1"),
+        ((4, 5, 2), 19, "at most 18"),
     ],
 )
 def test_bad_opening_plies_are_refused_with_the_bound(size, plies, message):
@@ -179,3 +180,68 @@ def test_training_config_saved_runs_keep_their_openings():
     assert TrainConfig.from_json(saved).training_opening_plies() == 4
     del saved["opening_plies"]  # a run saved before the setting existed
     assert TrainConfig.from_json(saved).training_opening_plies() == 0
+
+
+@pytest.mark.parametrize("agent_mark", [1, 2])
+def test_long_openings_leave_the_agent_to_move_and_wins_in_one_unplayed(agent_mark):
+    """Past ``2 * inarow - 3`` stones an opening is random play's position, its stones only in
+    columns where they complete no line: ``k`` or ``k - 1`` stones (the agent to move), every
+    length reached, and positions where the agent can win at once (random play leaves them)."""
+    single = ConnectXEnv(opening_plies=20, agent_mark=agent_mark)
+    single_stones = []
+    can_win = 0
+    for seed in range(300):
+        obs, info = single.reset(seed=seed)
+        single_stones.append(check_start(obs, agent_mark, 4))
+        can_win += any(single.board().is_winning_move(c) for c in range(7)
+                       if info["action_mask"][c])  # fmt: skip
+    venv = ConnectXVectorEnv(num_envs=3000, opening_plies=20, agent_mark=agent_mark)
+    obs, info = venv.reset(seed=2)
+    assert info["action_mask"].any(axis=1).all()
+    batched_stones = [check_start(obs[i], agent_mark, 4) for i in range(3000)]
+    for stones in (single_stones, batched_stones):
+        counts = np.bincount(stones, minlength=22)
+        assert counts[agent_mark % 2 :: 2].sum() == 0  # the agent is to move after every opening
+        assert counts[21] == 0
+        # lengths 0..20 uniformly; past 5, the lengths that would leave the opponent to move
+        # lose a stone, so the lengths left get twice their share
+        assert abs(counts[20 - (agent_mark == 2)] / len(stones) - 1.5 / 21) < 0.04
+    assert can_win > 20  # wins in one left on the board by random stones
+
+
+@settings(max_examples=60, deadline=None)
+@given(size=st.sampled_from(SIZES), seed=st.integers(0, 2**32 - 1), stones=st.integers(0, 40))
+def test_batched_quiet_columns_match_the_single_env_reference(size, seed, stones):
+    """The batched env's opening column (a numba kernel over bit boards) is the single env's
+    :func:`quiet_random_column` (a list of legal columns, ``Board.is_winning_move``) for the same
+    uniform draw, on positions of random play."""
+    geometry = Geometry(*size)
+    rng = np.random.default_rng(seed)
+    board = Board.empty(*size)
+    for _ in range(min(stones, geometry.cells - 1)):
+        column = quiet_random_column(board, rng)
+        if column < 0:
+            break
+        board = board.play(column)
+    uniform = float(rng.random())
+    venv = ConnectXVectorEnv(num_envs=1, rows=size[0], columns=size[1], inarow=size[2])
+    by_agent = board.mark == 1  # the batched board's agent holds mark 1's stones
+    venv._agent[0] = board.current if by_agent else board.current ^ board.mask
+    venv._mask[0] = board.mask
+    out = np.empty(1, dtype=np.int64)
+    venv._kernels.random_quiet_columns(
+        venv._agent, venv._mask, np.array([0]), np.array([uniform]), np.array([by_agent]),
+        venv._dims, out,
+    )  # fmt: skip
+    expected = quiet_random_column(board, _Fixed(uniform))
+    assert int(out[0]) == expected
+
+
+class _Fixed:
+    """A generator whose ``random()`` is one given number."""
+
+    def __init__(self, value: float) -> None:
+        self.value = value
+
+    def random(self) -> float:
+        return self.value

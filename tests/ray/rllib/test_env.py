@@ -124,6 +124,23 @@ def test_random_openings_stay_within_their_bound():
     assert max(stones) == 3
 
 
+@pytest.mark.parametrize("mixture", [[("random", 1.0)], [(SELF_LABEL, 1.0)]])
+def test_long_random_openings_leave_a_learner_to_move_and_no_line(mixture):
+    """Past ``2 * inarow - 3`` stones (as ``ConnectX-v0``): stones only where they complete no
+    line, a learner to move after the opening (and after the opponent's reply, if any)."""
+    env = ConnectXMultiAgentEnv({"mixture": mixture, "opening_plies": 30, "seed": 3})
+    stones = []
+    for _ in range(200):
+        observations, _ = env.reset()
+        ((agent, observation),) = observations.items()
+        assert agent == f"player_{env.board.mark - 1}"
+        assert env.board.mark in env.learners
+        assert env.board.winner() is None
+        stones.append(int(observation["observations"].sum()))
+    assert max(stones) >= 29
+    assert min(stones) <= 1
+
+
 def test_set_mixture_moves_every_next_game_and_refuses_empty_weights():
     env = ConnectXMultiAgentEnv({"mixture": [("random", 1.0)]})
     env.set_mixture([("onestep", 1.0)])
