@@ -96,7 +96,8 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "selfplay": (
         "PPO from scratch with no exact solver anywhere in what the run learns from or decides: "
         "no teacher positions, books or replay, against the default search curriculum and, in "
-        "half of its games, its own snapshots; bounded to two hours. Its mistake rates (the dev "
+        "half of its games, its own snapshots, games starting after up to 20 random stones; "
+        "bounded to two hours. Its mistake rates (the dev "
         "split during the run, the test split in the report) read labels shipped in "
         "connectx_baselines' data and only measure "
         "(docs/experiments/selfplay.md)",
@@ -110,6 +111,9 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
             # half of the games against the agent's own snapshots (the default plays a quarter),
             # drawn from the last ten, one per 100,000 steps
             "selfplay_weight": 0.5,
+            # games from random play's middle and end positions too (0 to 20 random stones, their
+            # wins in one unplayed), not only from the first 4 stones: random positions' tactics
+            "opening_plies": 20,
             "snapshot_every": 100_000,
             "pool_size": 10,
             "checkpoint_every": 200_000,

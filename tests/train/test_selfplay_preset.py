@@ -19,6 +19,7 @@ import connectx_train.teacher as teacher
 import connectx_train.trainer as trainer
 from connectx_baselines.solver import SolverPolicy
 from connectx_gym.bitboard import Board, Geometry
+from connectx_gym.env import quiet_opening_plies
 from connectx_gym.registry import make_policy
 from connectx_train.config import TrainConfig, parse_mixture, preset_config
 from connectx_train.state import SELF_LABEL
@@ -70,6 +71,8 @@ def test_the_selfplay_preset_plays_itself_more_than_the_default_within_two_hours
     assert config.selfplay_weight > default.selfplay_weight
     assert config.curriculum == default.curriculum  # the search curriculum
     assert config.opponent == ()
+    # games also from random play's middle and end positions, not only from short openings
+    assert config.training_opening_plies() > quiet_opening_plies(config.geometry)
     assert config.max_minutes == 120
     assert config.out == "runs/selfplay"
 
