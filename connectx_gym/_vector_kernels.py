@@ -26,7 +26,7 @@ import numpy as np
 
 from connectx_gym._dims import as_dims
 from connectx_gym._jit import jit_module
-from connectx_gym.bitboard import has_line
+from connectx_gym.bitboard import column_mask, has_line, popcount, possible_moves, winning_cells
 
 if TYPE_CHECKING:
     from connectx_gym._dims import DimsArg
@@ -236,26 +236,16 @@ def random_quiet_columns(
     for k in range(boards.shape[0]):
         i = boards[k]
         stones = agent[i] if by_agent[k] else agent[i] ^ mask[i]
-        count = 0
-        for c in range(d.columns):
-            count += _is_quiet(stones, mask[i], c, d.height, d.inarow, d.size)
-        chosen = int(uniforms[k] * count)
+        possible = possible_moves(mask[i], d.bottom, d.board)
+        quiet = possible & ~winning_cells(stones, possible, d.height, d.inarow, d.size)
+        chosen = int(uniforms[k] * popcount(quiet))
         out[k] = -1
         for c in range(d.columns):
-            if _is_quiet(stones, mask[i], c, d.height, d.inarow, d.size):
+            if quiet & column_mask(c, d.height):
                 if chosen == 0:
                     out[k] = c
                     break
                 chosen -= 1
-
-
-def _is_quiet(stones: int, mask: int, column: int, height: int, inarow: int, size: int) -> bool:
-    """Whether ``column`` is open and a stone dropped there gives ``stones`` no line."""
-    cells = ((1 << (height - 1)) - 1) << (column * height)  # the column's cells, sentinel off
-    if (mask & cells) == cells:  # full
-        return False
-    dropped = (mask + (1 << (column * height))) & cells  # the lowest empty cell (Pons' trick)
-    return not has_line(stones | dropped, height, inarow, size)
 
 
 def random_replies(

@@ -80,6 +80,32 @@ def quiet_random_column(board: Board, rng: np.random.Generator) -> int:
     return quiet[chosen] if quiet else -1
 
 
+def random_opening(
+    geometry: Geometry, opening_plies: int, to_move: frozenset[int], rng: np.random.Generator
+) -> list[int]:
+    """The columns of a random opening of 0 to ``opening_plies`` stones for a game whose player
+    to move after it must be in ``to_move`` (marks): the length drawn uniformly
+    (:func:`opening_length`; either mark will do where ``to_move`` holds both), each stone in a
+    :func:`quiet_random_column`, from mark 1. An opening that runs out of such columns stops
+    there, or is drawn again where that would leave a mark outside ``to_move`` to move.
+    ``ConnectX-v0`` and the RLlib env play these; the batched env draws the same way over many
+    boards at once (``_vector_kernels.random_quiet_columns``)."""
+    while True:
+        drawn = int(rng.integers(0, opening_plies + 1))
+        mover = min(to_move) if len(to_move) == 1 else 1 + drawn % 2
+        board, columns = Board.empty(*geometry.key), []
+        for _ in range(opening_length(drawn, mover, geometry)):
+            column = quiet_random_column(board, rng)
+            if column < 0:  # every open column completes a line: the opening stops here
+                break
+            board = board.play(column)
+            columns.append(column)
+        else:
+            return columns
+        if board.mark in to_move:
+            return columns
+
+
 def check_opening_plies(plies: Any, geometry: Geometry) -> int:
     """``plies`` as an int, or ``ValueError`` unless it is a whole number from 0 to
     :func:`most_opening_plies` (shared by ``ConnectX-v0``, the batched env and training)."""
@@ -290,26 +316,13 @@ class ConnectXEnv(gym.Env[np.ndarray, np.int64]):
         return self._planes.copy(), self._info(opponent_action)
 
     def _random_opening(self) -> None:
-        """``0..opening_plies`` stones (uniformly; :func:`opening_length`) in uniformly random
-        open columns that complete no line (:func:`quiet_random_column`), from mark 1. An opening
-        that runs out of such columns stops there, or is drawn again where that would leave the
-        opponent to move."""
-        while not self._random_opening_stones():
-            mark = self.agent_mark
-            self._new_game()
-            self.agent_mark = mark
-
-    def _random_opening_stones(self) -> bool:
-        """One try of :meth:`_random_opening`; False when it is to be drawn again."""
-        drawn = int(self.np_random.integers(0, self.opening_plies + 1))
-        for ply in range(opening_length(drawn, self.agent_mark, self.geometry)):
-            player = 0 if 1 + ply % 2 == self.agent_mark else 1  # 0: the agent's stone
-            board = Board(self.geometry, self._stones[player], self._mask, self._moves)
-            column = quiet_random_column(board, self.np_random)
-            if column < 0:  # every open column completes a line: the opening stops here
-                return player == 0
-            self._play(column, player)
-        return True
+        """0 to ``opening_plies`` random stones (:func:`random_opening`), the agent to move after
+        a long opening."""
+        to_move = frozenset((self.agent_mark,))
+        for ply, column in enumerate(
+            random_opening(self.geometry, self.opening_plies, to_move, self.np_random)
+        ):
+            self._play(column, 0 if 1 + ply % 2 == self.agent_mark else 1)  # 0: the agent's stone
 
     def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
         """Play the agent's column, then the opponent's reply unless the game is over."""

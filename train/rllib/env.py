@@ -36,7 +36,7 @@ import numpy as np
 from ray.rllib.env.multi_agent_env import MultiAgentEnv
 
 from connectx_gym.bitboard import Board, Geometry
-from connectx_gym.env import opening_length, quiet_random_column
+from connectx_gym.env import random_opening
 from connectx_gym.policy import Policy
 from connectx_gym.registry import make_policy
 from connectx_train.opponents import TimedPolicy
@@ -141,32 +141,13 @@ class ConnectXMultiAgentEnv(MultiAgentEnv):
         else:
             self.learners = frozenset((int(self.rng.integers(1, 3)),))
             self._opponent(self.label).reset()
-        board = self._random_opening()
+        opening = random_opening(self.geometry, self.opening_plies, self.learners, self.rng)
+        board = Board.from_moves(self.geometry, opening)
         self.board = board
         if board.mark not in self.learners:
             self.board = board.play(self._opponent(self.label).act(board, self.rng))
         self.env_seconds += time.perf_counter() - started
         return {AGENTS[self.board.mark - 1]: observation(self.board)}, {}
-
-    def _random_opening(self) -> Board:
-        """0 to ``opening_plies`` random stones as ``ConnectX-v0`` plays them
-        (:func:`~connectx_gym.env.opening_length`, :func:`~connectx_gym.env.quiet_random_column`),
-        ending with a learner to move (either one in self-play): an opening that runs out of
-        columns whose stone completes no line stops there, or is drawn again where that would
-        leave the opponent to move."""
-        while True:
-            board = Board.empty(*self.geometry.key)
-            drawn = int(self.rng.integers(0, self.opening_plies + 1))
-            learner = min(self.learners) if len(self.learners) == 1 else 1 + drawn % 2
-            stuck = False
-            for _ in range(opening_length(drawn, learner, self.geometry)):
-                column = quiet_random_column(board, self.rng)
-                stuck = column < 0
-                if stuck:
-                    break
-                board = board.play(column)
-            if not stuck or board.mark in self.learners:
-                return board
 
     def step(  # type: ignore[override]
         self, action_dict: MultiAgentDict
