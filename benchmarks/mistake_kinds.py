@@ -100,6 +100,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--smoke", action="store_true", help="the first 40 positions of each set")
     args = parser.parse_args(argv)
     limit = 40 if args.smoke else None
+    try:
+        make_policy(args.policy)  # a bad spec or a missing file: one line, before any work
+    except (ValueError, OSError) as error:
+        parser.error(str(error))
     results = {
         name: sort_mistakes(args.policy, name, args.split, args.seed, limit)
         for name in POSITION_SETS

@@ -6,6 +6,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
+
 from connectx_baselines.perfect_play import POSITION_SETS, evaluate_policy, load_positions
 from connectx_gym.bitboard import Board, Geometry
 
@@ -48,3 +50,18 @@ def test_the_counts_are_connectx_accuracys_mistakes() -> None:
         # onestep takes every win in one (it may drop a stone under the opponent's winning cell)
         assert rows["overall"]["missed a win in one"] == 0
         assert rows["overall"]["deeper"] > 0
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [("nosuch", "unknown policy 'nosuch'"), ("runs/none.npz", "no such model or agent file")],
+)
+def test_a_bad_policy_is_one_line_before_any_work(
+    spec: str, message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as stopped:
+        mistake_kinds.main([spec])
+    assert stopped.value.code == 2
+    error = capsys.readouterr().err
+    assert message in error
+    assert "Traceback" not in error
