@@ -1,7 +1,8 @@
 """Worker processes that end with their parent, however the parent ends.
 
-A ``ProcessPoolExecutor``'s workers outlive a parent killed with SIGKILL (labelling workers of a
-killed run went on computing for 36 minutes). :func:`worker_pool` makes a pool whose workers
+A ``ProcessPoolExecutor``'s workers outlive a parent killed with SIGKILL and go on computing
+their tasks (a killed run's labelling, for many minutes). :func:`worker_pool` makes a pool whose
+workers
 
 - ask Linux to kill them when their parent dies (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), and
   check the parent's process id once that is set (the parent may have died before);
@@ -39,6 +40,8 @@ __all__ = [
 PR_SET_PDEATHSIG = 1
 #: seconds between two looks at the parent's process id
 WATCH_SECONDS = 1.0
+#: seconds :func:`terminate` waits for a pool's manager thread once the workers are gone
+MANAGER_JOIN_SECONDS = 10.0
 
 
 @functools.cache
@@ -111,10 +114,21 @@ def worker_pool(workers: int) -> Iterator[ProcessPoolExecutor]:
 
 
 def terminate(pool: ProcessPoolExecutor) -> None:
-    """Cancel the pool's pending tasks and end its workers now."""
+    """Cancel the pool's pending tasks, end its workers now and wait for the pool's manager
+    thread to see them gone."""
+    # the manager thread closes its wake-up pipe as it ends, and the interpreter's exit hook
+    # writes to that pipe without a lock: an exit while the thread is ending would print a
+    # traceback ("Bad file descriptor"), so the thread is waited for here
+    manager: threading.Thread | None = getattr(pool, "_executor_manager_thread", None)
     if hasattr(pool, "terminate_workers"):  # Python 3.14
         pool.terminate_workers()
-        return
+    else:
+        _end_processes(pool)
+    if manager is not None:
+        manager.join(timeout=MANAGER_JOIN_SECONDS)
+
+
+def _end_processes(pool: ProcessPoolExecutor) -> None:
     # the executor keeps its processes by pid; there is no public way to end them before 3.14
     processes = list((getattr(pool, "_processes", None) or {}).values())
     pool.shutdown(wait=False, cancel_futures=True)

@@ -199,7 +199,7 @@ class TrainConfig:
         on_resume=CHANGES,
         bounds=(0, MAX_CELLS),
         added_later=0,
-        default_text=f"{DEFAULT_OPENING_PLIES}, or the most the board allows where that is fewer",
+        default_text=f"{DEFAULT_OPENING_PLIES}, or 2*inarow-3 where that is fewer",
     )
     # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
     teacher_positions: int = _count(
@@ -435,9 +435,8 @@ class TrainConfig:
         return Geometry(self.rows, self.columns, self.inarow)
 
     def training_opening_plies(self) -> int:
-        """``opening_plies``, or when unset :data:`DEFAULT_OPENING_PLIES` capped at the board's
-        openings in which no stone can complete a line
-        (:func:`connectx_gym.env.quiet_opening_plies`: 3 on 4x5 with 3 in a row)."""
+        """``opening_plies``, or when unset :data:`DEFAULT_OPENING_PLIES` capped at the longest
+        opening where no stone completes a line (:func:`connectx_gym.env.quiet_opening_plies`)."""
         if self.opening_plies is None:
             return min(DEFAULT_OPENING_PLIES, quiet_opening_plies(self.geometry))
         return self.opening_plies

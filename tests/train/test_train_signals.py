@@ -185,8 +185,8 @@ def test_a_pool_left_by_an_exception_ends_its_workers_at_once() -> None:
     assert workers
     _, alive = psutil.wait_procs(workers, timeout=30)
     assert not [p for p in alive if p.status() != psutil.STATUS_ZOMBIE]
-    # the executor's own thread fails the running tasks once it sees their workers gone: a
-    # moment after they end, on a loaded machine (CI once caught it before)
+    # the executor's own thread fails the running tasks once it sees their workers gone: on a
+    # loaded machine, a moment after they end
     concurrent.futures.wait(futures, timeout=10)
     assert all(future.cancelled() or future.done() for future in futures)
 
