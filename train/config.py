@@ -199,7 +199,7 @@ class TrainConfig:
         on_resume=CHANGES,
         bounds=(0, MAX_CELLS),
         added_later=0,
-        default_text=f"{DEFAULT_OPENING_PLIES}, or 2*inarow-3 where that is fewer",
+        default_text=f"{DEFAULT_OPENING_PLIES}, or 2*inarow-3 (cells-2 at most) if fewer",
     )
     # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
     teacher_positions: int = _count(
