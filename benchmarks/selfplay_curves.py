@@ -15,11 +15,15 @@ against PPO steps:
 Each panel shows every seed as a thin line and their mean with its 95% confidence band across
 seeds (Student's t) at the steps every seed reached. Prints the machine, each run's command, wall
 time and steps, and a markdown table of the curves (``--table`` also writes it to a file).
-Usage::
+
+Each seed's measured curves are also written to ``ROOT/seed_S/curves_SPLIT.json``, a few
+kilobytes: ``--measured FILE...`` joins such files (from runs on other machines or in other
+sessions, whose run folders are gone) to the seeds run or read here. Usage::
 
     python benchmarks/selfplay_curves.py --seeds 0 1 2 [--root runs/selfplay_seeds]
         [--figure selfplay_curves.png] [--table selfplay_curves.md] [connectx train flags...]
     python benchmarks/selfplay_curves.py --seeds 0 1 2 --max-minutes 8 --snapshot-every 20000
+    python benchmarks/selfplay_curves.py --seeds 2 --measured seed_0/curves_test.json ...
 
 Flags this script does not know go to every ``connectx train --preset selfplay`` command.
 ``--smoke`` runs two tiny runs (seconds) in a temporary folder: its own flags come after the
@@ -50,6 +54,13 @@ from connectx_train.learning_curves import series_colours
 OPPONENT = "minimax:depth=4"
 #: the labelled sets drawn, by their name in :data:`connectx_baselines.perfect_play.POSITION_SETS`
 SETS = {"random": "random-position split", "games": "game-position split"}
+#: the panels drawn: the labelled sets' mistake rates, then the score against OPPONENT
+PANELS = [*SETS, OPPONENT]
+#: what a measured seed's record holds besides its seed and its panels' points
+RUN_FIGURES = {
+    "split", "timesteps", "wall_seconds", "steps_per_second", "final_stage",
+    "stopped_by_time_limit",
+}  # fmt: skip
 #: a run of seconds that still saves snapshots, evaluates against minimax 4 and plays a panel
 SMOKE = [
     "--timesteps", "256", "--n-envs", "2", "--n-steps", "64", "--batch-size", "64",
@@ -141,14 +152,49 @@ def mean_band(series: list[list[tuple]]) -> list[tuple[int, float, float, float]
     return rows
 
 
-def curves(runs: dict[int, tuple[Path, dict[str, Any]]], split: str) -> dict[str, dict[int, list]]:
+def measure(seed: int, out: Path, report: dict[str, Any], split: str) -> dict[str, Any]:
+    """The record of one seed: its run's figures and each panel's points, also written to
+    ``out/curves_SPLIT.json`` (what ``--measured`` reads)."""
+    record = {
+        "seed": seed,
+        "split": split,
+        "timesteps": report["timesteps"],
+        "wall_seconds": report["wall_seconds"],
+        "steps_per_second": report["steps_per_second"],
+        "final_stage": report["curriculum"][-1]["opponents"] if report["curriculum"] else [],
+        "stopped_by_time_limit": report["stopped_by_time_limit"],
+        "panels": {**mistake_points(out, report, split), OPPONENT: score_points(report)},
+    }
+    (out / f"curves_{split}.json").write_text(json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def read_measured(path: Path, split: str) -> dict[str, Any]:
+    """A record that :func:`measure` wrote; exits with a one-line message if ``path`` holds none
+    or its curves were measured on another split than ``split``."""
+    try:
+        record = dict(json.loads(path.read_text()))
+        record["seed"] = int(record["seed"])
+        record["panels"] = {
+            name: [(int(step), float(value)) for step, value in record["panels"][name]]
+            for name in PANELS
+        }
+        missing = RUN_FIGURES - record.keys()
+        if missing:
+            raise KeyError(", ".join(sorted(missing)))
+    except (OSError, ValueError, KeyError, TypeError) as error:
+        sys.exit(f"selfplay_curves: {path} is not a curves file of this script ({error!r})")
+    if record["split"] != split:
+        sys.exit(
+            f"selfplay_curves: {path} was measured on the {record['split']} split, not on "
+            f"the {split} split (--split {split})"
+        )
+    return record
+
+
+def curves(records: dict[int, dict[str, Any]]) -> dict[str, dict[int, list]]:
     """Each panel's points per seed: ``{panel: {seed: [(step, value), ...]}}``."""
-    panels: dict[str, dict[int, list]] = {name: {} for name in [*SETS, OPPONENT]}
-    for seed, (out, report) in runs.items():
-        for name, points in mistake_points(out, report, split).items():
-            panels[name][seed] = points
-        panels[OPPONENT][seed] = score_points(report)
-    return panels
+    return {name: {seed: r["panels"][name] for seed, r in records.items()} for name in PANELS}
 
 
 def draw(panels: dict[str, dict[int, list]], split: str, path: Path) -> None:
@@ -210,9 +256,7 @@ def _value(value: float, percent: bool) -> str:
     return f"{value:.1%}" if percent else f"{value:.3f}"
 
 
-def run_lines(
-    runs: dict[int, tuple[Path, dict[str, Any]]], panels: dict[str, dict[int, list]]
-) -> str:
+def run_lines(records: dict[int, dict[str, Any]], panels: dict[str, dict[int, list]]) -> str:
     """One line per run: its seed, steps, wall time, steps a second, the stage reached, whether
     the time bound stopped it, and each panel's value at its end (final weights, final panel)."""
     ends = " | ".join(f"end: mistakes, {what}" for what in SETS.values())
@@ -221,14 +265,13 @@ def run_lines(
         f"end: score vs {OPPONENT} |",
         "|---:|---:|---:|---:|---|---|" + "---:|" * len(panels),
     ]
-    for seed, (_, report) in runs.items():
-        stage = report["curriculum"][-1]["opponents"] if report["curriculum"] else []
+    for seed, record in records.items():
         last = [panel[seed][-1][1] if panel.get(seed) else math.nan for panel in panels.values()]
         values = " | ".join(_value(v, name in SETS) for v, name in zip(last, panels, strict=True))
         lines.append(
-            f"| {seed} | {report['timesteps']:,} | {report['wall_seconds'] / 60:.1f} | "
-            f"{report['steps_per_second']:.0f} | {'+'.join(stage)} | "
-            f"{'stopped it' if report['stopped_by_time_limit'] else 'no'} | {values} |"
+            f"| {seed} | {record['timesteps']:,} | {record['wall_seconds'] / 60:.1f} | "
+            f"{record['steps_per_second']:.0f} | {'+'.join(record['final_stage'])} | "
+            f"{'stopped it' if record['stopped_by_time_limit'] else 'no'} | {values} |"
         )
     return "\n".join(lines)
 
@@ -243,21 +286,30 @@ def main() -> None:
     parser.add_argument("--table", type=Path, default=None, help="also write the tables here")
     parser.add_argument("--split", choices=("test", "dev"), default="test",
                         help="the labelled positions' split measured")  # fmt: skip
+    parser.add_argument("--measured", type=Path, nargs="+", default=[], metavar="FILE",
+                        help="curves_SPLIT.json files of other seeds' runs to join")  # fmt: skip
     parser.add_argument("--smoke", action="store_true", help="two tiny runs (seconds)")
     args, train_args = parser.parse_known_args()
     if importlib.util.find_spec("scipy") is None:  # before hours of training, not after
         sys.exit("selfplay_curves: the confidence bands need scipy (pip install scipy)")
+    measured = [read_measured(path, args.split) for path in args.measured]
+    seeds = [*args.seeds, *(record["seed"] for record in measured)]
+    if len(set(seeds)) < len(seeds):
+        sys.exit(f"selfplay_curves: a seed comes twice among --seeds and --measured ({seeds})")
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="selfplay_curves_") as directory:
         if args.smoke:
             args.seeds, args.root, train_args = [0, 1], Path(directory), smoke_args(train_args)
-        runs = {seed: args.root / f"seed_{seed}" for seed in args.seeds}
-        reports = {seed: (out, run_seed(seed, out, train_args)) for seed, out in runs.items()}
-        panels = curves(reports, args.split)
+        records = {record["seed"]: record for record in measured}
+        for seed in args.seeds:
+            out = args.root / f"seed_{seed}"
+            records[seed] = measure(seed, out, run_seed(seed, out, train_args), args.split)
+        records = dict(sorted(records.items()))
+        panels = curves(records)
         figure = args.figure or args.root / "selfplay_curves.png"
         figure.parent.mkdir(parents=True, exist_ok=True)
         draw(panels, args.split, figure)
-        text = f"{run_lines(reports, panels)}\n\n{table(panels)}"
+        text = f"{run_lines(records, panels)}\n\n{table(panels)}"
         print()
         print(text)
         print(f"figure: {figure}")

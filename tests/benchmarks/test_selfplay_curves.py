@@ -1,0 +1,141 @@
+"""``benchmarks/selfplay_curves.py``: each seed's measured curves are kept in a file, and seeds
+measured elsewhere (``--measured``) join the seeds run or read here in the figure and the tables.
+
+The snapshots' measurement (the shipped labelled splits) is replaced by fixed points: what is
+checked here is how records are written, read, refused and combined, not the measurement, which
+the script's smoke run covers."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BENCHMARKS = ROOT / "benchmarks"
+STEPS = (1000, 2000)
+
+
+@pytest.fixture
+def curves(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
+    """The script as a module (its helpers importable, as when it runs), each seed's mistake
+    rates fixed: ``seed / 100`` on the random split and ``seed / 50`` on the game split at every
+    step."""
+    pytest.importorskip("scipy")
+    pytest.importorskip("matplotlib")
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    spec = importlib.util.spec_from_file_location(
+        "selfplay_curves", BENCHMARKS / "selfplay_curves.py"
+    )
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+
+    def fixed_points(out: Path, report: dict[str, Any], split: str) -> dict[str, list[tuple]]:
+        seed = int(out.name.removeprefix("seed_"))
+        return {
+            "random": [(step, seed / 100) for step in STEPS],
+            "games": [(step, seed / 50) for step in STEPS],
+        }
+
+    monkeypatch.setattr(module, "mistake_points", fixed_points)
+    return module
+
+
+def finished_run(root: Path, seed: int) -> Path:
+    """A run folder with the ``report.json`` of a finished two-hour run of ``seed``."""
+    out = root / f"seed_{seed}"
+    out.mkdir(parents=True)
+    report = {
+        "timesteps": STEPS[-1],
+        "wall_seconds": 7200.0,
+        "steps_per_second": 900.0,
+        "curriculum": [{"opponents": ["minimax:depth=3"]}],
+        "stopped_by_time_limit": True,
+        "evaluations": [
+            {"timestep": step, "scores": {"minimax:depth=4": 0.5 + seed / 10}} for step in STEPS
+        ],
+        "panel": {"minimax:depth=4": {"score": 0.6 + seed / 10}},
+    }
+    (out / "report.json").write_text(json.dumps(report))
+    return out
+
+
+def run_main(module: ModuleType, monkeypatch: pytest.MonkeyPatch, *argv: str) -> None:
+    monkeypatch.setattr(sys, "argv", ["selfplay_curves.py", *argv])
+    module.main()
+
+
+def test_a_measured_seed_is_written_and_read_back_unchanged(
+    curves: ModuleType, tmp_path: Path
+) -> None:
+    out = finished_run(tmp_path, 3)
+    record = curves.measure(3, out, json.loads((out / "report.json").read_text()), "test")
+    read = curves.read_measured(out / "curves_test.json", "test")
+    assert read == record
+    assert read["panels"]["random"] == [(1000, 0.03), (2000, 0.03)]
+    # the score: the periodic evaluations, the last replaced by the final panel's
+    steps, scores = zip(*read["panels"]["minimax:depth=4"], strict=True)
+    assert (steps, scores) == (STEPS, pytest.approx((0.8, 0.9)))
+    assert read["final_stage"] == ["minimax:depth=3"]
+
+
+def test_seeds_measured_elsewhere_join_the_figure_and_the_tables(
+    curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    for seed in (0, 1):
+        out = finished_run(elsewhere, seed)
+        curves.measure(seed, out, json.loads((out / "report.json").read_text()), "test")
+    finished_run(tmp_path / "here", 2)
+    figure, table = tmp_path / "curves.png", tmp_path / "curves.md"
+    run_main(
+        curves, monkeypatch,
+        "--seeds", "2", "--root", str(tmp_path / "here"), "--figure", str(figure),
+        "--table", str(table),
+        "--measured", *(str(elsewhere / f"seed_{s}" / "curves_test.json") for s in (0, 1)),
+    )  # fmt: skip
+    text = table.read_text()
+    # random split: 0%, 1%, 2% at each step, their mean 1.0%, each seed in order
+    assert "| 2,000 | 1.0% |" in text
+    assert "| 0.0%, 1.0%, 2.0% |" in text
+    # one run line per seed, in the order of their seeds
+    assert [line.split("|")[1].strip() for line in text.splitlines()[2:5]] == ["0", "1", "2"]
+    assert figure.stat().st_size > 0
+    assert (tmp_path / "here" / "seed_2" / "curves_test.json").is_file()
+
+
+def test_a_seed_given_twice_is_refused(
+    curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = finished_run(tmp_path, 2)
+    curves.measure(2, out, json.loads((out / "report.json").read_text()), "test")
+    with pytest.raises(SystemExit, match="a seed comes twice"):
+        run_main(curves, monkeypatch, "--seeds", "2", "--root", str(tmp_path),
+                 "--measured", str(out / "curves_test.json"))  # fmt: skip
+
+
+def test_curves_of_another_split_are_refused(curves: ModuleType, tmp_path: Path) -> None:
+    out = finished_run(tmp_path, 0)
+    curves.measure(0, out, json.loads((out / "report.json").read_text()), "dev")
+    with pytest.raises(SystemExit, match="measured on the dev split, not on the test split"):
+        curves.read_measured(out / "curves_dev.json", "test")
+
+
+@pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"seed": 0, "panels": {}}', '{"seed": 0}'])
+def test_a_file_that_is_not_a_record_is_refused_in_one_line(
+    curves: ModuleType, tmp_path: Path, text: str
+) -> None:
+    path = tmp_path / "curves_test.json"
+    path.write_text(text)
+    with pytest.raises(SystemExit, match="is not a curves file of this script") as raised:
+        curves.read_measured(path, "test")
+    assert "\n" not in str(raised.value)
+    with pytest.raises(SystemExit, match="is not a curves file"):
+        curves.read_measured(tmp_path / "absent.json", "test")
