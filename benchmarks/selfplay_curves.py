@@ -292,6 +292,8 @@ def main() -> None:
     args, train_args = parser.parse_known_args()
     if importlib.util.find_spec("scipy") is None:  # before hours of training, not after
         sys.exit("selfplay_curves: the confidence bands need scipy (pip install scipy)")
+    if args.smoke:
+        args.seeds, train_args = [0, 1], smoke_args(train_args)
     measured = [read_measured(path, args.split) for path in args.measured]
     seeds = [*args.seeds, *(record["seed"] for record in measured)]
     if len(set(seeds)) < len(seeds):
@@ -299,7 +301,7 @@ def main() -> None:
     print(machine_line(), flush=True)
     with tempfile.TemporaryDirectory(prefix="selfplay_curves_") as directory:
         if args.smoke:
-            args.seeds, args.root, train_args = [0, 1], Path(directory), smoke_args(train_args)
+            args.root = Path(directory)
         records = {record["seed"]: record for record in measured}
         for seed in args.seeds:
             out = args.root / f"seed_{seed}"

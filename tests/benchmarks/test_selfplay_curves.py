@@ -121,6 +121,18 @@ def test_a_seed_given_twice_is_refused(
                  "--measured", str(out / "curves_test.json"))  # fmt: skip
 
 
+def test_a_measured_seed_that_a_smoke_run_would_replace_is_refused(
+    curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--smoke`` runs seeds 0 and 1 whatever ``--seeds`` says: a measured seed 0 is refused
+    before anything runs, not replaced by the tiny run's."""
+    out = finished_run(tmp_path, 0)
+    curves.measure(0, out, json.loads((out / "report.json").read_text()), "test")
+    with pytest.raises(SystemExit, match="a seed comes twice"):
+        run_main(curves, monkeypatch, "--smoke", "--seeds", "5",
+                 "--measured", str(out / "curves_test.json"))  # fmt: skip
+
+
 def test_curves_of_another_split_are_refused(curves: ModuleType, tmp_path: Path) -> None:
     out = finished_run(tmp_path, 0)
     curves.measure(0, out, json.loads((out / "report.json").read_text()), "dev")
