@@ -30,8 +30,8 @@ from connectx_baselines.teacher_labels import (
 from connectx_baselines.teacher_ray import ChunkLostError
 from tests.ray.conftest import local_cluster, node_workers, running
 
-#: 6x7 positions of 20 stones or more: about a second or two a chunk, long enough to lose a node
-SETTINGS = ChunkSettings((6, 7, 4), min_ply=20, keep=0.35, node_limit=100_000)
+#: 6x7 positions of 14 stones or more: most of a second a chunk, long enough to lose a node
+SETTINGS = ChunkSettings((6, 7, 4), min_ply=14, keep=0.35, node_limit=100_000)
 COUNT, SEED = 3 * CHUNK, 5
 #: a task that does not show up or a cluster that does not come back fails the test, never hangs
 DEADLINE = 120.0
@@ -103,6 +103,9 @@ def test_a_chunk_lost_for_good_stops_with_the_chunks_done_kept(
 ):
     monkeypatch.setattr(teacher_ray, "RETRIES", 0)
     monkeypatch.setattr(teacher_ray, "NO_CPU_SECONDS", 5.0)
+    # the first chunk's file appears as soon as its result is fetched, while the node still has
+    # the next chunks to label (fetched once a second, the three could all be done by then)
+    monkeypatch.setattr(teacher_ray, "POLL_SECONDS", 0.1)
     removed = remove_when(cluster, lambda: any(tmp_path.glob("chunk*.npz")))
     started = time.monotonic()
     with pytest.raises(ChunkLostError) as lost:
