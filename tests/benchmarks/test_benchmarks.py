@@ -12,7 +12,9 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 
@@ -163,13 +165,11 @@ def test_bench_agent_repeats_each_match_once_per_seed(tmp_path: Path) -> None:
 
 
 def test_the_release_comparison_keeps_the_callers_python_path(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, benchmark_script: Callable[[str], ModuleType]
 ) -> None:
     """The checkout goes first on ``PYTHONPATH`` without dropping what was there (packages
     installed with ``pip --target`` and found only through it)."""
-    spec = importlib.util.spec_from_file_location("release", BENCHMARKS / "train_speed_release.py")
-    release = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(release)
+    release = benchmark_script("train_speed_release.py")
     seen: dict[str, str] = {}
 
     def run(args: list[str], **options: object) -> subprocess.CompletedProcess:
@@ -239,16 +239,13 @@ def test_the_device_check_names_its_parts() -> None:
 
 
 def test_a_smoke_run_of_the_selfplay_curves_stays_tiny_whatever_flags_come_with_it(
-    monkeypatch: pytest.MonkeyPatch,
+    benchmark_script: Callable[[str], ModuleType],
 ) -> None:
     """The docs' 8-minute command with ``--smoke``: the tiny run's flags win over the long ones."""
     pytest.importorskip("scipy")
     from connectx_gym.cli import build_parser
 
-    monkeypatch.syspath_prepend(str(BENCHMARKS))  # as when the script runs
-    spec = importlib.util.spec_from_file_location("curves", BENCHMARKS / "selfplay_curves.py")
-    curves = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(curves)
+    curves = benchmark_script("selfplay_curves.py")
     long_run = ["--max-minutes", "8", "--final-games", "100", "--panel", "minimax:depth=4"]
     smoke = curves.smoke_args(long_run)
     parsed = build_parser().parse_args(["train", "--preset", "selfplay", *smoke])

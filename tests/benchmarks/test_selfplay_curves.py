@@ -7,35 +7,27 @@ the script's smoke run covers."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-BENCHMARKS = ROOT / "benchmarks"
 STEPS = (1000, 2000)
 
 
 @pytest.fixture
-def curves(monkeypatch: pytest.MonkeyPatch) -> ModuleType:
-    """The script as a module (its helpers importable, as when it runs), each seed's mistake
-    rates fixed: ``seed / 100`` on the random split and ``seed / 50`` on the game split at every
-    step."""
+def curves(
+    monkeypatch: pytest.MonkeyPatch, benchmark_script: Callable[[str], ModuleType]
+) -> ModuleType:
+    """The script as a module, each seed's mistake rates fixed: ``seed / 100`` on the random
+    split and ``seed / 50`` on the game split at every step."""
     pytest.importorskip("scipy")
     pytest.importorskip("matplotlib")
-    monkeypatch.syspath_prepend(str(BENCHMARKS))
-    spec = importlib.util.spec_from_file_location(
-        "selfplay_curves", BENCHMARKS / "selfplay_curves.py"
-    )
-    assert spec is not None
-    assert spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = benchmark_script("selfplay_curves.py")
 
     def fixed_points(out: Path, report: dict[str, Any], split: str) -> dict[str, list[tuple]]:
         seed = int(out.name.removeprefix("seed_"))
