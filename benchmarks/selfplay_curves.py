@@ -18,12 +18,14 @@ time and steps, and a markdown table of the curves (``--table`` also writes it t
 
 Each seed's measured curves are also written to ``ROOT/seed_S/curves_SPLIT.json``, a few
 kilobytes: ``--measured FILE...`` joins such files (from runs on other machines or in other
-sessions, whose run folders are gone) to the seeds run or read here. Usage::
+sessions, whose run folders are gone) to the seeds run or read here; ``--measured`` without
+``--seeds`` draws the figure and the tables from such files alone, with no run folder. Usage::
 
     python benchmarks/selfplay_curves.py --seeds 0 1 2 [--root runs/selfplay_seeds]
         [--figure selfplay_curves.png] [--table selfplay_curves.md] [connectx train flags...]
     python benchmarks/selfplay_curves.py --seeds 0 1 2 --max-minutes 8 --snapshot-every 20000
     python benchmarks/selfplay_curves.py --seeds 2 --measured seed_0/curves_test.json ...
+    python benchmarks/selfplay_curves.py --measured docs/experiments/data/selfplay_*_test.json
 
 Flags this script does not know go to every ``connectx train --preset selfplay`` command.
 ``--smoke`` runs two tiny runs (seconds) in a temporary folder: its own flags come after the
@@ -278,7 +280,9 @@ def run_lines(records: dict[int, dict[str, Any]], panels: dict[str, dict[int, li
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0], allow_abbrev=False)
-    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2], help="the runs' seeds")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None,
+                        help="the runs' seeds (default: 0 1 2, or none with --measured: the "
+                        "figure and tables of those files alone)")  # fmt: skip
     parser.add_argument("--root", type=Path, default=Path("runs/selfplay_seeds"),
                         help="the runs' folder: one seed_S folder each")  # fmt: skip
     parser.add_argument("--figure", type=Path, default=None,
@@ -292,6 +296,8 @@ def main() -> None:
     args, train_args = parser.parse_known_args()
     if importlib.util.find_spec("scipy") is None:  # before hours of training, not after
         sys.exit("selfplay_curves: the confidence bands need scipy (pip install scipy)")
+    if args.seeds is None:
+        args.seeds = [] if args.measured else [0, 1, 2]
     if args.smoke:
         args.seeds, train_args = [0, 1], smoke_args(train_args)
     measured = [read_measured(path, args.split) for path in args.measured]

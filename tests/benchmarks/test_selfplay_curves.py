@@ -103,6 +103,32 @@ def test_seeds_measured_elsewhere_join_the_figure_and_the_tables(
     assert (tmp_path / "here" / "seed_2" / "curves_test.json").is_file()
 
 
+def test_measured_files_alone_draw_the_figure_and_the_tables_with_no_run(
+    curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--measured`` without ``--seeds``: the records are all there is; no seed is run or read."""
+    kept = tmp_path / "kept"
+    for seed in (1, 3):
+        out = finished_run(kept, seed)
+        curves.measure(seed, out, json.loads((out / "report.json").read_text()), "test")
+
+    def no_run(seed: int, out: Path, train_args: list[str]) -> dict[str, Any]:
+        raise AssertionError(f"seed {seed} was run or read")
+
+    monkeypatch.setattr(curves, "run_seed", no_run)
+    figure, table = tmp_path / "curves.png", tmp_path / "curves.md"
+    run_main(
+        curves, monkeypatch,
+        "--root", str(tmp_path / "absent"), "--figure", str(figure), "--table", str(table),
+        "--measured", *(str(kept / f"seed_{s}" / "curves_test.json") for s in (3, 1)),
+    )  # fmt: skip
+    text = table.read_text()
+    assert "| 2,000 | 2.0% |" in text  # the mean of 1% and 3% on the random split
+    assert [line.split("|")[1].strip() for line in text.splitlines()[2:4]] == ["1", "3"]
+    assert figure.stat().st_size > 0
+    assert not (tmp_path / "absent").exists()
+
+
 def test_a_seed_given_twice_is_refused(
     curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
