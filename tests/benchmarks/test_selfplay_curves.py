@@ -59,6 +59,14 @@ def finished_run(root: Path, seed: int) -> Path:
     return out
 
 
+def kept_record(curves: ModuleType, root: Path, seed: int, split: str = "test") -> Path:
+    """The ``curves_SPLIT.json`` of a finished run of ``seed`` in ``root``, measured on ``split``
+    (fixed points)."""
+    out = finished_run(root, seed)
+    curves.measure(seed, out, json.loads((out / "report.json").read_text()), split)
+    return out / f"curves_{split}.json"
+
+
 def run_main(module: ModuleType, monkeypatch: pytest.MonkeyPatch, *argv: str) -> None:
     monkeypatch.setattr(sys, "argv", ["selfplay_curves.py", *argv])
     module.main()
@@ -81,17 +89,14 @@ def test_a_measured_seed_is_written_and_read_back_unchanged(
 def test_seeds_measured_elsewhere_join_the_figure_and_the_tables(
     curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    elsewhere = tmp_path / "elsewhere"
-    for seed in (0, 1):
-        out = finished_run(elsewhere, seed)
-        curves.measure(seed, out, json.loads((out / "report.json").read_text()), "test")
+    elsewhere = [kept_record(curves, tmp_path / "elsewhere", seed) for seed in (0, 1)]
     finished_run(tmp_path / "here", 2)
     figure, table = tmp_path / "curves.png", tmp_path / "curves.md"
     run_main(
         curves, monkeypatch,
         "--seeds", "2", "--root", str(tmp_path / "here"), "--figure", str(figure),
         "--table", str(table),
-        "--measured", *(str(elsewhere / f"seed_{s}" / "curves_test.json") for s in (0, 1)),
+        "--measured", *map(str, elsewhere),
     )  # fmt: skip
     text = table.read_text()
     # random split: 0%, 1%, 2% at each step, their mean 1.0%, each seed in order
@@ -107,10 +112,7 @@ def test_measured_files_alone_draw_the_figure_and_the_tables_with_no_run(
     curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """``--measured`` without ``--seeds``: the records are all there is; no seed is run or read."""
-    kept = tmp_path / "kept"
-    for seed in (1, 3):
-        out = finished_run(kept, seed)
-        curves.measure(seed, out, json.loads((out / "report.json").read_text()), "test")
+    kept = {seed: kept_record(curves, tmp_path / "kept", seed) for seed in (1, 3)}
 
     def no_run(seed: int, out: Path, train_args: list[str]) -> dict[str, Any]:
         raise AssertionError(f"seed {seed} was run or read")
@@ -120,7 +122,7 @@ def test_measured_files_alone_draw_the_figure_and_the_tables_with_no_run(
     run_main(
         curves, monkeypatch,
         "--root", str(tmp_path / "absent"), "--figure", str(figure), "--table", str(table),
-        "--measured", *(str(kept / f"seed_{s}" / "curves_test.json") for s in (3, 1)),
+        "--measured", str(kept[3]), str(kept[1]),
     )  # fmt: skip
     text = table.read_text()
     assert "| 2,000 | 2.0% |" in text  # the mean of 1% and 3% on the random split
@@ -132,11 +134,10 @@ def test_measured_files_alone_draw_the_figure_and_the_tables_with_no_run(
 def test_a_seed_given_twice_is_refused(
     curves: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    out = finished_run(tmp_path, 2)
-    curves.measure(2, out, json.loads((out / "report.json").read_text()), "test")
+    kept = kept_record(curves, tmp_path, 2)
     with pytest.raises(SystemExit, match="a seed comes twice"):
         run_main(curves, monkeypatch, "--seeds", "2", "--root", str(tmp_path),
-                 "--measured", str(out / "curves_test.json"))  # fmt: skip
+                 "--measured", str(kept))  # fmt: skip
 
 
 def test_a_measured_seed_that_a_smoke_run_would_replace_is_refused(
@@ -144,18 +145,16 @@ def test_a_measured_seed_that_a_smoke_run_would_replace_is_refused(
 ) -> None:
     """``--smoke`` runs seeds 0 and 1 whatever ``--seeds`` says: a measured seed 0 is refused
     before anything runs, not replaced by the tiny run's."""
-    out = finished_run(tmp_path, 0)
-    curves.measure(0, out, json.loads((out / "report.json").read_text()), "test")
+    kept = kept_record(curves, tmp_path, 0)
     with pytest.raises(SystemExit, match="a seed comes twice"):
         run_main(curves, monkeypatch, "--smoke", "--seeds", "5",
-                 "--measured", str(out / "curves_test.json"))  # fmt: skip
+                 "--measured", str(kept))  # fmt: skip
 
 
 def test_curves_of_another_split_are_refused(curves: ModuleType, tmp_path: Path) -> None:
-    out = finished_run(tmp_path, 0)
-    curves.measure(0, out, json.loads((out / "report.json").read_text()), "dev")
+    kept = kept_record(curves, tmp_path, 0, "dev")
     with pytest.raises(SystemExit, match="measured on the dev split, not on the test split"):
-        curves.read_measured(out / "curves_dev.json", "test")
+        curves.read_measured(kept, "test")
 
 
 @pytest.mark.parametrize("text", ["not json", "[1, 2]", '{"seed": 0, "panels": {}}', '{"seed": 0}'])
