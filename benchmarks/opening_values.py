@@ -8,11 +8,11 @@ player would not get against a perfect opponent. This script draws openings the 
 solves them (Pascal Pons' solver, a node cap per position), by the number of stones::
 
     python benchmarks/opening_values.py                       # 2,000 openings of up to 20 stones
-    python benchmarks/opening_values.py --opening-plies 4 --openings 500
+    python benchmarks/opening_values.py --opening-plies 12 --openings 500
 
 Openings of at most ``--min-stones - 1`` stones are counted but not solved (near the empty board
 a position costs seconds to minutes); positions the cap does not prove are counted as unsolved.
-The lost share is a lower bound: unsolved and unsolved-by-choice positions count as not lost.
+The share lost is a lower bound: positions not solved, for either reason, count as not lost.
 """
 
 from __future__ import annotations
