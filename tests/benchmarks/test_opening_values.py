@@ -1,5 +1,5 @@
 """``benchmarks/opening_values.py``: the value of an opening for the player to move, on positions
-built for each outcome, and the table's stone ranges."""
+built for each outcome but a draw, and the table's stone ranges."""
 
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ def board_after(columns: list[int]) -> Board:
     return board
 
 
-def test_each_outcome_on_a_position_built_for_it(opening_values: ModuleType) -> None:
+def test_outcomes_on_positions_built_for_them(opening_values: ModuleType) -> None:
     outcome = opening_values.opening_outcome
     solver = Solver(Board.empty(6, 7, 4).geometry)
     # mark 1 has three in column 0 and is to move: won
