@@ -82,9 +82,8 @@ def main() -> None:
     started = time.perf_counter()
     for _ in range(args.openings):
         agent_mark = int(rng.integers(1, 3))
-        board = empty
-        for column in random_opening(empty.geometry, plies, frozenset({agent_mark}), rng):
-            board = board.play(column)
+        opening = random_opening(empty.geometry, plies, frozenset({agent_mark}), rng)
+        board = Board.from_moves(empty.geometry, opening)
         counts[board.moves, opening_outcome(board, solver, args.min_stones, args.node_limit)] += 1
     print(
         f"{args.openings:,} openings of 0 to {plies} stones (seed {args.seed}) on 6x7, "

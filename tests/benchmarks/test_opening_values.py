@@ -3,6 +3,7 @@ built for each outcome but a draw, and the table's stone ranges."""
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from types import ModuleType
 
@@ -18,10 +19,7 @@ def opening_values(benchmark_script: Callable[[str], ModuleType]) -> ModuleType:
 
 
 def board_after(columns: list[int]) -> Board:
-    board = Board.empty(6, 7, 4)
-    for column in columns:
-        board = board.play(column)
-    return board
+    return Board.from_moves(Board.empty(6, 7, 4).geometry, columns)
 
 
 def test_outcomes_on_positions_built_for_them(opening_values: ModuleType) -> None:
@@ -56,3 +54,24 @@ def test_stone_ranges_cover_every_opening_length_once(
     ranges = opening_values.stone_ranges(plies, min_stones, width)
     assert ranges == expected
     assert [s for low, high in ranges for s in range(low, high + 1)] == list(range(plies + 1))
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["--openings", "0"], "must be >= 1"),
+        (["--opening-plies", "50"], "opening_plies must be at most 40"),
+    ],
+)
+def test_bad_input_is_a_one_line_error(
+    opening_values: ModuleType,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    message: str,
+) -> None:
+    monkeypatch.setattr(sys, "argv", ["opening_values.py", *argv])
+    with pytest.raises(SystemExit) as exit_info:
+        opening_values.main()
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
