@@ -290,7 +290,9 @@ def load_kaggle_agent(path: str | Path) -> Callable[..., Any]:
 #: Weights shipped with the package, by policy name (6x7, four in a row).
 SHIPPED_WEIGHTS: dict[str, Path] = {
     "ppo": Path(__file__).parent / "data" / "ppo.npz",
-    # the network shipped as "ppo" before the current one (connectx_gym/data/README.md)
+    # the networks shipped as "ppo" before the current one, newest first
+    # (connectx_gym/data/README.md)
+    "ppo-v2": Path(__file__).parent / "data" / "ppo_v2.npz",
     "ppo-v1": Path(__file__).parent / "data" / "ppo_v1.npz",
 }
 
@@ -319,9 +321,15 @@ def load_ppo(deterministic: bool = True) -> Policy:
     return load_shipped("ppo", deterministic)
 
 
+def load_ppo_v2(deterministic: bool = True) -> Policy:
+    """The ``"ppo-v2"`` policy: the network shipped as ``ppo`` before the current one, made by
+    ``connectx train --preset strong-v2``."""
+    return load_shipped("ppo-v2", deterministic)
+
+
 def load_ppo_v1(deterministic: bool = True) -> Policy:
-    """The ``"ppo-v1"`` policy: the network shipped as ``ppo`` before it, made by ``connectx
-    train --preset strong-v1``."""
+    """The ``"ppo-v1"`` policy: the network shipped as ``ppo`` before ``ppo-v2``, made by
+    ``connectx train --preset strong-v1``."""
     return load_shipped("ppo-v1", deterministic)
 
 

@@ -9,6 +9,34 @@ from typing import Any
 
 __all__ = ["PRESETS"]
 
+#: the settings of ``--preset strong-v2``, which ``--preset strong`` repeats from its weights
+_STRONG_V2: dict[str, Any] = {
+    "out": "runs/strong-v2",
+    "seed": 2,
+    "teacher_seed": 0,
+    "init_weights": "ppo-v1",
+    "timesteps": 150_000,
+    "max_minutes": 0.0,
+    "torch_threads": 2,
+    "channels": 96,
+    "blocks": 3,
+    # the labels of seed 0's 200,000 game positions (shipped) and every book as it was
+    # when the recipe ran (the books grow)
+    "teacher_positions": 200_000,
+    "teacher_epochs": 3,
+    "teacher_learning_rate": 5e-4,
+    "scale_teacher": False,
+    "teacher_replay": 8,
+    "teacher_book": "opening:2:4835,early:1:44450,middle:1:18916,random:1:21499",
+    "curriculum": (
+        "minimax:depth=4",
+        "alphabeta:max_depth=6@1+minimax:depth=4",
+        "alphabeta:max_depth=8@1+minimax:depth=4",
+    ),
+    "snapshot_every": 25_000,
+    "eval_every": 50_000,
+}
+
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (docs/experiments/default_report.md)", {}),
@@ -18,42 +46,30 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {"out": "runs/long", "timesteps": 1_000_000, "max_minutes": 0.0},
     ),
     "strong": (
-        "the settings that made the shipped policy 'ppo': the weights of 'ppo-v1' (--preset "
-        "strong-v1) taught again, at a lower rate, on positions labelled by the exact solver from "
-        "games and from random legal play, its value head taught too, then PPO against minimax "
-        "depth 4, alphabeta to depth 6 and 8 and itself; no time bound, resumable "
-        "(docs/experiments/strong_report.md)",
+        "the settings that made the shipped policy 'ppo': the recipe of 'ppo-v2' (--preset "
+        "strong-v2) once more from its weights, with eight times the positions of random legal "
+        "play; no time bound, resumable (docs/experiments/strong_report.md)",
         {
+            **_STRONG_V2,
             "out": "runs/strong",
-            "seed": 2,
-            "teacher_seed": 0,
-            "init_weights": "ppo-v1",
-            "timesteps": 150_000,
-            "max_minutes": 0.0,
-            "torch_threads": 2,
-            "channels": 96,
-            "blocks": 3,
-            # the labels of seed 0's 200,000 game positions (shipped) and every book as it was
-            # when the recipe ran (the books grow)
-            "teacher_positions": 200_000,
-            "teacher_epochs": 3,
-            "teacher_learning_rate": 5e-4,
-            "scale_teacher": False,
-            "teacher_replay": 8,
-            "teacher_book": "opening:2:4835,early:1:44450,middle:1:18916,random:1:21499",
-            "curriculum": (
-                "minimax:depth=4",
-                "alphabeta:max_depth=6@1+minimax:depth=4",
-                "alphabeta:max_depth=8@1+minimax:depth=4",
-            ),
-            "snapshot_every": 25_000,
-            "eval_every": 50_000,
+            "seed": 3,
+            "init_weights": "ppo-v2",
+            # the random book's first 171,425 positions: all of it when the recipe ran
+            "teacher_book": "opening:2:4835,early:1:44450,middle:1:18916,random:1:171425",
         },
     ),
+    "strong-v2": (
+        "the settings that made 'ppo-v2', the network shipped as 'ppo' before: the weights of "
+        "'ppo-v1' (--preset strong-v1) taught again, at a lower rate, on positions labelled by "
+        "the exact solver from games and from random legal play, its value head taught too, then "
+        "PPO against minimax depth 4, alphabeta to depth 6 and 8 and itself; no time bound, "
+        "resumable (docs/experiments/strong_v2_report.md)",
+        _STRONG_V2,
+    ),
     "strong-v1": (
-        "the settings that made 'ppo-v1', the network shipped as 'ppo' before: a bigger network "
-        "taught by the exact solver, then PPO against minimax up to depth 4, alphabeta to depth 6 "
-        "and 8 and itself, its last two weights averaged; no time bound, resumable "
+        "the settings that made 'ppo-v1', the network shipped as 'ppo' before 'ppo-v2': a bigger "
+        "network taught by the exact solver, then PPO against minimax up to depth 4, alphabeta to "
+        "depth 6 and 8 and itself, its last two weights averaged; no time bound, resumable "
         "(docs/experiments/strong_v1_report.md)",
         {
             "out": "runs/strong-v1",

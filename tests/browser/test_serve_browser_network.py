@@ -81,7 +81,15 @@ def test_the_list_offers_ppo_first_and_follows_the_typed_spec(browser, url: str)
     page, errors = open_page(browser, url, 1200, 800)
     try:
         options = page.locator("#opponent-choice option").all_inner_texts()
-        assert options[:5] == ["ppo", "ppo-v1", "mcts:net=ppo", "mcts:net=ppo-v1", "nets/mine.npz"]
+        assert options[:7] == [
+            "ppo",
+            "ppo-v2",
+            "ppo-v1",
+            "mcts:net=ppo",
+            "mcts:net=ppo-v2",
+            "mcts:net=ppo-v1",
+            "nets/mine.npz",
+        ]
         assert options[-1] == "other (typed)"
         groups = page.locator("#opponent-choice optgroup").evaluate_all(
             "groups => groups.map(g => g.label)"

@@ -16,6 +16,7 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import connectx_train.teacher as train_teacher
+from connectx_baselines.teacher_book import BOOKS, load_book
 from connectx_baselines.teacher_labels import TeacherSet
 from connectx_train.config import PRESETS, TrainConfig, preset_config
 from connectx_train.config_cli import add_arguments, config_from_args
@@ -295,6 +296,17 @@ def test_a_run_killed_while_teaching_goes_on_to_the_same_weights(tmp_path: Path)
     assert cut["evaluations"] == whole["evaluations"]
 
 
+def test_the_shipped_books_hold_every_position_a_preset_reads() -> None:
+    # A preset pins how many of a growing book's positions it teaches; a book shorter than that
+    # would teach fewer, and the preset would no longer be the recipe of its record.
+    for name in PRESETS:
+        config = preset_config(name)
+        for use in parse_teacher_books(config.teacher_book):
+            book = load_book(config.geometry, BOOKS[use.name].file)
+            assert book is not None, (name, use.name)
+            assert len(book) >= (use.first or 1), (name, use)
+
+
 def test_presets_are_valid_configs() -> None:
     for name in PRESETS:
         preset_config(name).validate()
@@ -327,13 +339,28 @@ def test_presets_are_valid_configs() -> None:
     # Unbounded: a session's bound would cut its hour of supervised passes on 2 CPU cores to
     # the teacher's share, and the preset would no longer be the recipe that made ppo-v1.
     assert strong.max_minutes == 0
-    # --preset strong goes on from ppo-v1 (the same network) with the random book as well, its
-    # whole teacher set taught however short its PPO
-    again = preset_config("strong")
+    # --preset strong-v2 goes on from ppo-v1 (the same network) with the random book as well,
+    # its whole teacher set taught however short its PPO; --preset strong repeats it from
+    # ppo-v2 with the random book eight times as large, nothing else changed but the seed
+    again = preset_config("strong-v2")
     assert (again.init_weights, again.channels, again.blocks) == ("ppo-v1", 96, 3)
     assert "random" in {use.name for use in parse_teacher_books(again.teacher_book)}
     assert not again.scale_teacher
     assert again.max_minutes == 0
+    latest = preset_config("strong")
+    assert latest.init_weights == "ppo-v2"
+    books = {use.name: use for use in parse_teacher_books(latest.teacher_book)}
+    assert books["random"] == BookUse("random", 1, 171_425)
+    assert (
+        dataclasses.replace(
+            latest,
+            out=again.out,
+            seed=again.seed,
+            init_weights="ppo-v1",
+            teacher_book=again.teacher_book,
+        )
+        == again
+    )
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.
     assert len(default.curriculum) == 14

@@ -53,15 +53,17 @@ def test_the_list_offers_the_networks_first_then_the_policies_with_their_paramet
     info = client.get("/api/policies").get_json()
     choices = info["choices"]
     specs = [choice["spec"] for choice in choices]
-    assert specs[:6] == [
+    assert specs[:8] == [
         "ppo",
+        "ppo-v2",
         "ppo-v1",
         "mcts:net=ppo",
+        "mcts:net=ppo-v2",
         "mcts:net=ppo-v1",
         "nets/mine.npz",
         "nets/valued.npz",
     ]
-    assert {choice["kind"] for choice in choices[:6]} == {"network"}
+    assert {choice["kind"] for choice in choices[:8]} == {"network"}
     assert specs[-1] == "agent.py"
     assert choices[-1]["kind"] == "agent"
     assert "file" not in specs
