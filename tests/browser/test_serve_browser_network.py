@@ -28,6 +28,7 @@ from tests.browser.test_serve_browser import (
     browser,  # noqa: F401 (the fixture)
     wait_for_turn,
 )
+from tests.connectx_gym.serve.test_serve_network import SHIPPED_CHOICES
 
 #: Where the screenshots go, to be looked at (desktop width, then a phone's 375 px).
 SHOTS = Path(os.environ.get("CONNECTX_SHOTS", "/tmp"))
@@ -81,15 +82,7 @@ def test_the_list_offers_ppo_first_and_follows_the_typed_spec(browser, url: str)
     page, errors = open_page(browser, url, 1200, 800)
     try:
         options = page.locator("#opponent-choice option").all_inner_texts()
-        assert options[:7] == [
-            "ppo",
-            "ppo-v2",
-            "ppo-v1",
-            "mcts:net=ppo",
-            "mcts:net=ppo-v2",
-            "mcts:net=ppo-v1",
-            "nets/mine.npz",
-        ]
+        assert options[:7] == [*SHIPPED_CHOICES, "nets/mine.npz"]
         assert options[-1] == "other (typed)"
         groups = page.locator("#opponent-choice optgroup").evaluate_all(
             "groups => groups.map(g => g.label)"

@@ -19,6 +19,16 @@ from connectx_gym.serve.app import close_app
 from connectx_gym.serve.network import NO_VALUE_HEAD, VALUE_NOTE
 from tests.baselines.test_mcts_value import square_network
 
+#: the networks the page offers first: the shipped ones, newest first, then a search led by each
+SHIPPED_CHOICES = [
+    "ppo",
+    "ppo-v2",
+    "ppo-v1",
+    "mcts:net=ppo",
+    "mcts:net=ppo-v2",
+    "mcts:net=ppo-v1",
+]
+
 AGENT = """
 def agent(obs, config):
     return [c for c in range(config.columns) if obs.board[c] == 0][0]
@@ -53,16 +63,7 @@ def test_the_list_offers_the_networks_first_then_the_policies_with_their_paramet
     info = client.get("/api/policies").get_json()
     choices = info["choices"]
     specs = [choice["spec"] for choice in choices]
-    assert specs[:8] == [
-        "ppo",
-        "ppo-v2",
-        "ppo-v1",
-        "mcts:net=ppo",
-        "mcts:net=ppo-v2",
-        "mcts:net=ppo-v1",
-        "nets/mine.npz",
-        "nets/valued.npz",
-    ]
+    assert specs[:8] == [*SHIPPED_CHOICES, "nets/mine.npz", "nets/valued.npz"]
     assert {choice["kind"] for choice in choices[:8]} == {"network"}
     assert specs[-1] == "agent.py"
     assert choices[-1]["kind"] == "agent"
