@@ -12,7 +12,8 @@ Nodes hold no position: a descent replays the columns from the root.
 Values and outcomes are from the point of view of the player who made the move into the node:
 the player who chooses it. An outcome is proven: :data:`WIN`, :data:`DRAW`, :data:`LOSS`, or
 :data:`UNKNOWN`. Expanding a node proves a child at once when its move wins, fills the board,
-or lets the opponent win on the next move; proofs then climb the tree (MCTS-Solver: a node with
+lets the opponent win on the next move, or makes a threat the opponent cannot stop (two cells
+that win at once, or one right below another); proofs then climb the tree (MCTS-Solver: a node with
 a winning child is lost for the player who chose it, a node whose children are all proven is
 worth the best of them).
 
@@ -82,10 +83,22 @@ def new_tree(ints, floats, state) -> None:
 
 
 @helper
+def wins_next_move(stones: int, mask: int, d) -> bool:
+    """Whether the player who owns ``stones`` and has just moved wins on their next move whatever
+    the opponent (to move, with no win at once) plays: two cells that win at once where the
+    opponent can block one, or one such cell right below another (blocking it opens the other)."""
+    threats = winning_cells(stones, d.board & ~mask, d.height, d.inarow, d.size)
+    playable = threats & possible_moves(mask, d.bottom, d.board)
+    return popcount(playable) >= 2 or (playable & (threats >> 1)) != 0
+
+
+@helper
 def expand(ints, floats, state, node: int, current: int, mask: int, moves: int, order, d) -> None:
     """Give ``node`` (the position ``current``, ``mask`` after ``moves`` stones, not over) a
     child per legal column in ``order``, each of prior ``1 / children``, and prove the children
-    whose move wins, fills the board or lets the opponent win on the next move."""
+    whose move wins, fills the board, lets the opponent win on the next move or, where no move
+    wins at once (which is then the one to play), wins on the mover's next move whatever the
+    opponent plays (:func:`wins_next_move`)."""
     possible = possible_moves(mask, d.bottom, d.board)
     empty = d.board & ~mask
     own_wins = winning_cells(current, empty, d.height, d.inarow, d.size)
@@ -103,6 +116,8 @@ def expand(ints, floats, state, node: int, current: int, mask: int, moves: int, 
                 ints[child, OUTCOME] = DRAW
             elif opponent_wins & ~move & possible_moves(mask | move, d.bottom, d.board):
                 ints[child, OUTCOME] = LOSS
+            elif not possible & own_wins and wins_next_move(current | move, mask | move, d):
+                ints[child, OUTCOME] = WIN
             count += 1
     ints[node, FIRST_CHILD] = first
     ints[node, CHILDREN] = count

@@ -4,7 +4,9 @@
 plain) under a budget of simulations and seconds. Without a network it runs UCT in chunks timed
 to end near the deadline; with one it gathers a batch of leaves, asks the network for their
 priors (and, with ``value_leaves``, their values in place of random rollouts) in one call and
-backs them up. numpy and the standard library only: the Kaggle export
+backs them up; an :class:`EvaluationCache` keeps the network's answers for the positions of the
+game being played, so that a position met again (by another move order, or in the next move's
+search) costs no network call. numpy and the standard library only: the Kaggle export
 embeds this source in ``main.py``, with the kernels as plain Python.
 """
 
@@ -31,6 +33,9 @@ from connectx_baselines._mcts_kernels import (
 
 #: The most nodes one search's tree may hold (72 bytes a node): a search stops there.
 MAX_NODES = 1 << 21
+#: The most positions an :class:`EvaluationCache` holds before it empties (a game of Connect
+#: Four searched at 50 ms a move asks for a few thousand).
+CACHED_POSITIONS = 1 << 15
 #: Uniform draws taken from the generator at a time (fewer when a search needs fewer).
 RANDOM_DRAWS = 1 << 14
 #: The most UCT simulations run in one compiled call.
@@ -69,6 +74,85 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
+def first_player_stones(current: int, mask: int, moves: int) -> int:
+    """The stones of the player who moved first, from the mover's ``current`` and ``mask``."""
+    return current if moves % 2 == 0 else current ^ mask
+
+
+class EvaluationCache:
+    """The network's answers (logits, and values where they score the leaves) for the positions
+    of one game, by position.
+
+    :meth:`follow` empties it when a search's root does not follow the last root in a game (a
+    new game, a move taken back), or the evaluator changes: what a search finds then depends on
+    its own game alone, as it does without the cache. It also empties when full.
+    """
+
+    def __init__(self, columns: int, capacity: int = CACHED_POSITIONS) -> None:
+        self.capacity = capacity
+        self.slots: dict[tuple[int, int], int] = {}
+        self.logits = np.zeros((capacity, columns))
+        self.values = np.zeros(capacity)
+        self.evaluator: tuple[Callable[[np.ndarray], Any], bool] | None = None
+        self.root = (0, 0, 0)  # the last root: its mask, first player's stones and stones played
+        self.hits = 0
+
+    def __len__(self) -> int:
+        return len(self.slots)
+
+    def clear(self) -> None:
+        self.slots.clear()
+
+    def follow(
+        self,
+        current: int,
+        mask: int,
+        moves: int,
+        evaluate: Callable[[np.ndarray], Any],
+        value_leaves: bool,
+    ) -> None:
+        """Get ready to search ``current``, ``mask`` (``moves`` stones) with ``evaluate``: keep
+        the answers only if the position is the last root or follows it in a game, and the
+        evaluator is the last one."""
+        last_mask, last_first, last_moves = self.root
+        first = first_player_stones(current, mask, moves)
+        follows = (
+            moves >= last_moves and (last_mask & ~mask) == 0 and (first & last_mask) == last_first
+        )
+        if not follows or self.evaluator != (evaluate, value_leaves):
+            self.clear()
+        self.root = (mask, first, moves)
+        self.evaluator = (evaluate, value_leaves)
+        self.hits = 0
+
+    def look_up(
+        self, keys: list[tuple[int, int]], logits: np.ndarray, values: np.ndarray
+    ) -> list[int]:
+        """Copy the answers held for ``keys`` into the rows of ``logits`` and ``values``; the
+        indices of the keys not held."""
+        missing = []
+        for index, key in enumerate(keys):
+            slot = self.slots.get(key)
+            if slot is None:
+                missing.append(index)
+            else:
+                logits[index] = self.logits[slot]
+                values[index] = self.values[slot]
+        self.hits += len(keys) - len(missing)
+        return missing
+
+    def store(self, keys: list[tuple[int, int]], logits: np.ndarray, values: np.ndarray) -> None:
+        """Hold the answers ``logits[k]``, ``values[k]`` for each ``keys[k]``."""
+        for key, row_logits, value in zip(keys, logits, values, strict=True):
+            slot = self.slots.get(key)
+            if slot is None:
+                if len(self.slots) >= self.capacity:
+                    self.clear()
+                slot = self.slots[key] = len(self.slots)
+            self.logits[slot] = row_logits
+            self.values[slot] = value
+
+
 class SearchTree:
     """A reusable tree for one board size, searched by :meth:`search`.
 
@@ -88,6 +172,7 @@ class SearchTree:
         self.floats = np.zeros((MAX_NODES, FLOAT_COLUMNS), dtype=np.float64)
         self.state = np.zeros(STATE_SIZE, dtype=np.int64)
         self.randoms = np.zeros(0)
+        self.cache = EvaluationCache(columns)
 
     @property
     def nodes(self) -> int:
@@ -131,6 +216,8 @@ class SearchTree:
         target = math.inf if simulations is None else simulations
         k = self.kernels
         k.new_tree(self.ints, self.floats, self.state)
+        if evaluate is not None:
+            self.cache.follow(current, mask, moves, evaluate, value_leaves)
         run, stopped = 0, STOPPED_SIMULATIONS
         step_seconds = 0.0  # the last step's time: a chunk's per simulation, or a batch's
         while run < target:
@@ -181,6 +268,7 @@ class SearchTree:
             "simulations": run,
             "stopped": stopped,
             "nodes": self.nodes,
+            "cached": self.cache.hits if evaluate is not None else 0,
             "seconds": time.perf_counter() - start,
         }
 
@@ -209,15 +297,32 @@ class SearchTree:
         )  # fmt: skip
         pending = int(self.state[STATE_PENDING])
         if pending:
-            planes = leaf_planes(currents[:pending], masks[:pending], self.bits)
-            legal = planes[:, :, 0, :].sum(axis=1) == 0  # top cell empty
+            keys = [
+                (int(c), int(m)) for c, m in zip(currents[:pending], masks[:pending], strict=True)
+            ]
+            logits = np.zeros((pending, self.columns))
+            mover_values = np.zeros(pending)
+            missing = self.cache.look_up(keys, logits, mover_values)
+            if missing:
+                # one question a position: two descents of a batch may reach it by two orders
+                first_asked = {keys[index]: index for index in reversed(missing)}
+                asked = sorted(first_asked.values())
+                planes = leaf_planes(currents[asked], masks[asked], self.bits)
+                if value_leaves:
+                    new_logits, new_values = evaluate(planes)
+                    new_values = np.nan_to_num(np.asarray(new_values, dtype=np.float64))
+                    mover_values[asked] = np.reshape(new_values, len(asked))
+                else:
+                    new_logits = evaluate(planes)
+                logits[asked] = np.asarray(new_logits, dtype=np.float64)
+                self.cache.store(
+                    [keys[index] for index in asked], logits[asked], mover_values[asked]
+                )
+                answered = [first_asked[keys[index]] for index in missing]
+                logits[missing], mover_values[missing] = logits[answered], mover_values[answered]
             if value_leaves:
-                logits, mover_values = evaluate(planes)
-                mover_values = np.nan_to_num(np.asarray(mover_values, dtype=np.float64))
                 values[:pending] = -np.clip(mover_values, -1.0, 1.0)
-            else:
-                logits = evaluate(planes)
-            logits = np.asarray(logits, dtype=np.float64)
-            priors = masked_softmax(logits, legal)
+            full = (masks[:pending, None] >> self.bits[0][None, :]) & 1  # top cells
+            priors = masked_softmax(logits, full == 0)
             k.finish_leaves(pending, leaves, priors, values, self.ints, self.floats)
         return int(done) + pending

@@ -9,15 +9,17 @@ evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
 * with ``net`` (a network: ``"ppo"`` or a weights file such as ``runs/x/final.npz``): PUCT
   (``Q + c_puct P sqrt(N) / (1 + n)``) whose priors ``P`` are the softmax of the network's
   logits, the network asked for a batch of leaves at a time (descents in a batch steer apart by
-  virtual losses). A network with a value head (:attr:`connectx_gym.weights.WeightsFile.value`:
-  the shipped ``ppo`` and the networks ``connectx train`` writes) scores each leaf by its value,
-  as AlphaZero does, with no rollout; one without (``ppo-v1``) by random games. ``rollouts``
-  chooses: unset, the value where there is one; 0, the value (refused without one); 1 or more,
-  random games even where there is a value.
+  virtual losses), its answers kept for the rest of the game
+  (:class:`connectx_baselines._mcts_search.EvaluationCache`). A network with a value head
+  (:attr:`connectx_gym.weights.WeightsFile.value`: the shipped ``ppo`` and the networks
+  ``connectx train`` writes) scores each leaf by its value, as AlphaZero does, with no rollout;
+  one without (``ppo-v1``) by random games. ``rollouts`` chooses: unset, the value where there is
+  one; 0, the value (refused without one); 1 or more, random games even where there is a value.
 
 Both prove what they can (MCTS-Solver): a move that wins, fills the board or lets the opponent
-win at once is proven when its node is made, and proofs climb the tree, so a win in one is
-always taken and a loss in one blocked when a block exists. The move played is the most visited
+win at once, or (where no move wins at once) makes a threat the opponent cannot stop, is proven
+when its node is made, and proofs climb the tree, so a win in one is always taken and a loss in
+one blocked when a block exists. The move played is the most visited
 (a proven win first, a proven loss last), ties broken by the caller's generator.
 """
 
@@ -217,7 +219,7 @@ class MCTSPolicy(Policy):
         """The root moves' visits (NaN for full columns), a proven win raised and a proven
         loss lowered by :data:`PROVEN_BONUS`; the search draws from ``rng`` (seed 0 if None)."""
         found = self.search(board, np.random.default_rng(0) if rng is None else rng)
-        self.last_info = {key: found[key] for key in ("simulations", "nodes", "seconds")}
+        self.last_info = {key: found[key] for key in ("simulations", "cached", "nodes", "seconds")}
         self.last_info["stopped"] = found["stopped"]
         outcomes = found["outcomes"]
         bonus = np.where(outcomes == layout.WIN, PROVEN_BONUS, 0.0)

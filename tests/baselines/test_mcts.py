@@ -8,11 +8,14 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from connectx_baselines import _mcts_kernels as kernels
 from connectx_baselines import mcts
 from connectx_baselines.mcts import MCTSPolicy
 from connectx_gym import Board, Geometry, make_policy
+from connectx_gym._dims import dims
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.match import play_match
 from connectx_gym.registry import parse_spec
@@ -245,3 +248,61 @@ def test_a_large_tree_is_not_kept_between_moves() -> None:
     assert result["nodes"] > mcts.KEEP_TREE_NODES
     assert Geometry() not in large._trees
     assert large.act(board, np.random.default_rng(0)) in board.legal_moves()
+
+
+def unstoppable(after: Board) -> bool:
+    """The slow reference of :func:`kernels.wins_next_move`: whatever the player to move in
+    ``after`` plays, the player who made the last move wins at once."""
+    return bool(after.legal_moves()) and all(
+        any(reply.is_winning_move(column) for column in reply.legal_moves())
+        for reply in (after.play(column) for column in after.legal_moves())
+    )
+
+
+@pytest.mark.parametrize(
+    ("moves", "column"),
+    [
+        # two cells of row 0 that win at once (columns 1 and 5) after 2, 3, 4
+        ((2, 2, 3, 3), 4),
+        # one cell that wins at once, right below another: blocking it opens the other
+        ((1, 0, 2, 3, 3, 6, 4, 0, 0, 2, 2, 1, 6, 4), 3),
+    ],
+)
+def test_a_move_that_makes_an_unstoppable_threat_is_proven_won_where_none_wins_at_once(
+    moves: tuple[int, ...], column: int
+) -> None:
+    board = Board.from_moves(Geometry(), moves)
+    after = board.play(column)
+    assert not any(board.is_winning_move(c) for c in board.legal_moves())
+    assert unstoppable(after)
+    d = dims(board.geometry)
+    assert kernels.wins_next_move(after.current ^ after.mask, after.mask, d)
+    policy = make_policy("mcts:simulations=1")
+    found = policy.search(board, np.random.default_rng(0))
+    assert found["outcomes"][column] == kernels.WIN
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    size=st.sampled_from([(6, 7, 4), (5, 4, 3), (4, 5, 3), (6, 7, 3), (3, 4, 3)]),
+    picks=st.lists(st.integers(0, 99), max_size=30),
+)
+def test_a_threat_proven_unstoppable_wins_whatever_the_reply(
+    size: tuple[int, int, int], picks: list[int]
+) -> None:
+    geometry = Geometry(*size)
+    board = Board.empty(*size)
+    for pick in picks:
+        legal = board.legal_moves()
+        column = legal[pick % len(legal)]
+        if board.is_winning_move(column) or board.moves + 1 == size[0] * size[1]:
+            break
+        board = board.play(column)
+    d = dims(geometry)
+    for column in board.legal_moves():
+        after = board.play(column)
+        if after.is_terminal() or any(after.is_winning_move(c) for c in after.legal_moves()):
+            continue  # the kernel proves these children otherwise (won, drawn, lost)
+        claimed = kernels.wins_next_move(after.current ^ after.mask, after.mask, d)
+        if claimed:
+            assert unstoppable(after), (board.to_array().tolist(), column)
