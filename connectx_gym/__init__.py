@@ -52,6 +52,7 @@ __all__ = [
 register_policy("random", "connectx_gym.policy:RandomPolicy")
 register_policy("file", "connectx_gym.files:load_policy_file")
 register_policy("ppo", "connectx_gym.files:load_ppo")
+register_policy("ppo-v3", "connectx_gym.files:load_ppo_v3")
 register_policy("ppo-v2", "connectx_gym.files:load_ppo_v2")
 register_policy("ppo-v1", "connectx_gym.files:load_ppo_v1")
 

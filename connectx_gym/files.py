@@ -292,6 +292,7 @@ SHIPPED_WEIGHTS: dict[str, Path] = {
     "ppo": Path(__file__).parent / "data" / "ppo.npz",
     # the networks shipped as "ppo" before the current one, newest first
     # (connectx_gym/data/README.md)
+    "ppo-v3": Path(__file__).parent / "data" / "ppo_v3.npz",
     "ppo-v2": Path(__file__).parent / "data" / "ppo_v2.npz",
     "ppo-v1": Path(__file__).parent / "data" / "ppo_v1.npz",
 }
@@ -321,8 +322,14 @@ def load_ppo(deterministic: bool = True) -> Policy:
     return load_shipped("ppo", deterministic)
 
 
+def load_ppo_v3(deterministic: bool = True) -> Policy:
+    """The ``"ppo-v3"`` policy: the network shipped as ``ppo`` before the current one, made by
+    ``connectx train --preset strong-v3``."""
+    return load_shipped("ppo-v3", deterministic)
+
+
 def load_ppo_v2(deterministic: bool = True) -> Policy:
-    """The ``"ppo-v2"`` policy: the network shipped as ``ppo`` before the current one, made by
+    """The ``"ppo-v2"`` policy: the network shipped as ``ppo`` before ``ppo-v3``, made by
     ``connectx train --preset strong-v2``."""
     return load_shipped("ppo-v2", deterministic)
 

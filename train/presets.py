@@ -9,7 +9,7 @@ from typing import Any
 
 __all__ = ["PRESETS"]
 
-#: the settings of ``--preset strong-v2``, which ``--preset strong`` repeats from its weights
+#: the settings of ``--preset strong-v2``, which ``--preset strong-v3`` repeats from its weights
 _STRONG_V2: dict[str, Any] = {
     "out": "runs/strong-v2",
     "seed": 2,
@@ -37,6 +37,16 @@ _STRONG_V2: dict[str, Any] = {
     "eval_every": 50_000,
 }
 
+#: the settings of ``--preset strong-v3``: ``strong-v2``'s from its weights, with all of the random
+#: book as it was when the recipe ran (171,425 positions)
+_STRONG_V3: dict[str, Any] = {
+    **_STRONG_V2,
+    "out": "runs/strong-v3",
+    "seed": 3,
+    "init_weights": "ppo-v2",
+    "teacher_book": "opening:2:4835,early:1:44450,middle:1:18916,random:1:171425",
+}
+
 #: ``--preset`` names: (description, the settings that differ from the defaults).
 PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
     "default": ("the defaults (docs/experiments/default_report.md)", {}),
@@ -46,24 +56,30 @@ PRESETS: dict[str, tuple[str, dict[str, Any]]] = {
         {"out": "runs/long", "timesteps": 1_000_000, "max_minutes": 0.0},
     ),
     "strong": (
-        "the settings that made the shipped policy 'ppo': the recipe of 'ppo-v2' (--preset "
-        "strong-v2) once more from its weights, with eight times the positions of random legal "
-        "play; no time bound, resumable (docs/experiments/strong_report.md)",
+        "the settings that made the shipped policy 'ppo': the recipe of 'ppo-v3' (--preset "
+        "strong-v3) once more from its weights, the opening book taught three times and the "
+        "early book twice; no time bound, resumable (docs/experiments/strong_report.md)",
         {
-            **_STRONG_V2,
+            **_STRONG_V3,
             "out": "runs/strong",
-            "seed": 3,
-            "init_weights": "ppo-v2",
-            # the random book's first 171,425 positions: all of it when the recipe ran
-            "teacher_book": "opening:2:4835,early:1:44450,middle:1:18916,random:1:171425",
+            "seed": 5,
+            "init_weights": "ppo-v3",
+            "teacher_book": "opening:3:4835,early:2:44450,middle:1:18916,random:1:171425",
         },
     ),
+    "strong-v3": (
+        "the settings that made 'ppo-v3', the network shipped as 'ppo' before: the recipe of "
+        "'ppo-v2' (--preset strong-v2) once more from its weights, with eight times the "
+        "positions of random legal play; no time bound, resumable "
+        "(docs/experiments/strong_v3_report.md)",
+        _STRONG_V3,
+    ),
     "strong-v2": (
-        "the settings that made 'ppo-v2', the network shipped as 'ppo' before: the weights of "
-        "'ppo-v1' (--preset strong-v1) taught again, at a lower rate, on positions labelled by "
-        "the exact solver from games and from random legal play, its value head taught too, then "
-        "PPO against minimax depth 4, alphabeta to depth 6 and 8 and itself; no time bound, "
-        "resumable (docs/experiments/strong_v2_report.md)",
+        "the settings that made 'ppo-v2', the network shipped as 'ppo' before 'ppo-v3': the "
+        "weights of 'ppo-v1' (--preset strong-v1) taught again, at a lower rate, on positions "
+        "labelled by the exact solver from games and from random legal play, its value head "
+        "taught too, then PPO against minimax depth 4, alphabeta to depth 6 and 8 and itself; no "
+        "time bound, resumable (docs/experiments/strong_v2_report.md)",
         _STRONG_V2,
     ),
     "strong-v1": (

@@ -82,7 +82,8 @@ def test_takes_a_win_and_blocks_a_loss_by_value(square_net: Path) -> None:
 def test_what_rollouts_means(square_net: Path) -> None:
     assert MCTSPolicy(net=str(square_net)).rollouts == 0  # the value where there is one
     assert MCTSPolicy(net="ppo").rollouts == 0  # the shipped network has a value head
-    assert MCTSPolicy(net="ppo-v2").rollouts == 0  # so has the one before it
+    assert MCTSPolicy(net="ppo-v3").rollouts == 0  # so have the two before it
+    assert MCTSPolicy(net="ppo-v2").rollouts == 0
     assert MCTSPolicy(net="ppo-v1").rollouts == 1  # random games where there is none
     assert MCTSPolicy().rollouts == 1
     random_games = MCTSPolicy(net=str(square_net), rollouts=3, simulations=8)

@@ -340,27 +340,26 @@ def test_presets_are_valid_configs() -> None:
     # the teacher's share, and the preset would no longer be the recipe that made ppo-v1.
     assert strong.max_minutes == 0
     # --preset strong-v2 goes on from ppo-v1 (the same network) with the random book as well,
-    # its whole teacher set taught however short its PPO; --preset strong repeats it from
-    # ppo-v2 with the random book eight times as large, nothing else changed but the seed
+    # its whole teacher set taught however short its PPO; --preset strong-v3 repeats it from
+    # ppo-v2 with the random book eight times as large, nothing else changed but the seed;
+    # --preset strong repeats that from ppo-v3, the opening and early books taught more often
     again = preset_config("strong-v2")
     assert (again.init_weights, again.channels, again.blocks) == ("ppo-v1", 96, 3)
     assert "random" in {use.name for use in parse_teacher_books(again.teacher_book)}
     assert not again.scale_teacher
     assert again.max_minutes == 0
-    latest = preset_config("strong")
-    assert latest.init_weights == "ppo-v2"
-    books = {use.name: use for use in parse_teacher_books(latest.teacher_book)}
+    third = preset_config("strong-v3")
+    assert third.init_weights == "ppo-v2"
+    books = {use.name: use for use in parse_teacher_books(third.teacher_book)}
     assert books["random"] == BookUse("random", 1, 171_425)
-    assert (
-        dataclasses.replace(
-            latest,
-            out=again.out,
-            seed=again.seed,
-            init_weights="ppo-v1",
-            teacher_book=again.teacher_book,
-        )
-        == again
-    )
+    changed = {"out", "seed", "init_weights", "teacher_book"}
+    assert dataclasses.replace(third, **{key: getattr(again, key) for key in changed}) == again
+    latest = preset_config("strong")
+    assert latest.init_weights == "ppo-v3"
+    books = {use.name: use for use in parse_teacher_books(latest.teacher_book)}
+    assert (books["opening"].copies, books["early"].copies) == (3, 2)
+    assert books["random"] == BookUse("random", 1, 171_425)
+    assert dataclasses.replace(latest, **{key: getattr(third, key) for key in changed}) == third
     # The default curriculum goes past minimax 4 into alphabeta, a third of those games still
     # against minimax 4; the strong preset's alphabeta stages keep half of them there.
     assert len(default.curriculum) == 14

@@ -22,9 +22,11 @@ from tests.baselines.test_mcts_value import square_network
 #: the networks the page offers first: the shipped ones, newest first, then a search led by each
 SHIPPED_CHOICES = [
     "ppo",
+    "ppo-v3",
     "ppo-v2",
     "ppo-v1",
     "mcts:net=ppo",
+    "mcts:net=ppo-v3",
     "mcts:net=ppo-v2",
     "mcts:net=ppo-v1",
 ]
@@ -63,8 +65,12 @@ def test_the_list_offers_the_networks_first_then_the_policies_with_their_paramet
     info = client.get("/api/policies").get_json()
     choices = info["choices"]
     specs = [choice["spec"] for choice in choices]
-    assert specs[:8] == [*SHIPPED_CHOICES, "nets/mine.npz", "nets/valued.npz"]
-    assert {choice["kind"] for choice in choices[:8]} == {"network"}
+    assert specs[: len(SHIPPED_CHOICES) + 2] == [
+        *SHIPPED_CHOICES,
+        "nets/mine.npz",
+        "nets/valued.npz",
+    ]
+    assert {choice["kind"] for choice in choices[: len(SHIPPED_CHOICES) + 2]} == {"network"}
     assert specs[-1] == "agent.py"
     assert choices[-1]["kind"] == "agent"
     assert "file" not in specs
