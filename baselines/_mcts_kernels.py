@@ -12,10 +12,10 @@ Nodes hold no position: a descent replays the columns from the root.
 Values and outcomes are from the point of view of the player who made the move into the node:
 the player who chooses it. An outcome is proven: :data:`WIN`, :data:`DRAW`, :data:`LOSS`, or
 :data:`UNKNOWN`. Expanding a node proves a child at once when its move wins, fills the board,
-lets the opponent win on the next move, or makes a threat the opponent cannot stop (two cells
-that win at once, or one right below another); proofs then climb the tree (MCTS-Solver: a node with
-a winning child is lost for the player who chose it, a node whose children are all proven is
-worth the best of them).
+lets the opponent win on the next move, or (where no move wins at once) makes a threat the
+opponent cannot stop: two cells that win at once, or one right below another. Proofs then climb
+the tree (MCTS-Solver: a node with a winning child is lost for the player who chose it, a node
+whose children are all proven is worth the best of them).
 
 ``state`` holds the node count (:data:`STATE_NODES`), the next unused number of ``randoms``
 (:data:`STATE_RANDOM`: uniform draws in [0, 1) from the caller's generator, refilled by the
