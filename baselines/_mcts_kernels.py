@@ -13,9 +13,9 @@ Values and outcomes are from the point of view of the player who made the move i
 the player who chooses it. An outcome is proven: :data:`WIN`, :data:`DRAW`, :data:`LOSS`, or
 :data:`UNKNOWN`. Expanding a node proves a child at once when its move wins, fills the board,
 lets the opponent win on the next move, or (where no move wins at once) makes a threat the
-opponent cannot stop: two cells that win at once, or one right below another. Proofs then climb
-the tree (MCTS-Solver: a node with a winning child is lost for the player who chose it, a node
-whose children are all proven is worth the best of them).
+opponent cannot stop (two cells that win at once, one right below another, or one above every
+opponent move). Proofs then climb the tree (MCTS-Solver: a node with a winning child is lost for
+the player who chose it, a node whose children are all proven is worth the best of them).
 
 ``state`` holds the node count (:data:`STATE_NODES`), the next unused number of ``randoms``
 (:data:`STATE_RANDOM`: uniform draws in [0, 1) from the caller's generator, refilled by the
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 
+from connectx_baselines._kernels_common import non_losing_moves
 from connectx_gym._dims import as_dims
 from connectx_gym._jit import helper
 from connectx_gym.bitboard import column_mask, has_line, popcount, possible_moves, winning_cells
@@ -85,11 +86,11 @@ def new_tree(ints, floats, state) -> None:
 @helper
 def wins_next_move(stones: int, mask: int, d) -> bool:
     """Whether the player who owns ``stones`` and has just moved wins on their next move whatever
-    the opponent (to move, with no win at once) plays: two cells that win at once where the
-    opponent can block one, or one such cell right below another (blocking it opens the other)."""
+    the opponent (to move, with no win at once) plays: the opponent has no move that keeps
+    :func:`~connectx_baselines._kernels_common.non_losing_moves` (two cells that win at once,
+    one right below another, or every move under one)."""
     threats = winning_cells(stones, d.board & ~mask, d.height, d.inarow, d.size)
-    playable = threats & possible_moves(mask, d.bottom, d.board)
-    return popcount(playable) >= 2 or (playable & (threats >> 1)) != 0
+    return non_losing_moves(mask, threats, d) == 0
 
 
 @helper

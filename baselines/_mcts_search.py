@@ -74,11 +74,6 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
-def first_player_stones(current: int, mask: int, moves: int) -> int:
-    """The stones of the player who moved first, from the mover's ``current`` and ``mask``."""
-    return current if moves % 2 == 0 else current ^ mask
-
-
 class EvaluationCache:
     """The network's answers (logits, and values where they score the leaves) for the positions
     of one game, by position.
@@ -115,7 +110,7 @@ class EvaluationCache:
         the answers only if the position is the last root or follows it in a game, and the
         evaluator is the last one."""
         last_mask, last_first, last_moves = self.root
-        first = first_player_stones(current, mask, moves)
+        first = current if moves % 2 == 0 else current ^ mask  # the first player's stones
         follows = (
             moves >= last_moves and (last_mask & ~mask) == 0 and (first & last_mask) == last_first
         )

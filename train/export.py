@@ -32,6 +32,7 @@ from pathlib import Path
 
 from connectx_baselines import _mcts_kernels as kernels_module
 from connectx_baselines import _mcts_search as search_module
+from connectx_baselines._kernels_common import non_losing_moves
 from connectx_baselines._layout import center_order
 from connectx_baselines.mcts import MCTSPolicy
 from connectx_gym import _dims as dims_module
@@ -171,6 +172,7 @@ _RULES = (
     bitboard.winning_cells,
     bitboard.popcount,
     bitboard.possible_moves,
+    non_losing_moves,
 )
 _KERNELS = (
     "new_tree",
@@ -287,7 +289,13 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
     dims = "\n\n\n".join(
         inspect.getsource(item) for item in (dims_module.Dims, dims_module.as_dims)
     )
-    internal = ("__future__", "connectx_gym._dims", "connectx_gym._jit", "connectx_gym.bitboard")
+    internal = (
+        "__future__",
+        "connectx_gym._dims",
+        "connectx_gym._jit",
+        "connectx_gym.bitboard",
+        "connectx_baselines._kernels_common",
+    )
     agent = _SEARCH_AGENT_SOURCE.format(
         rules=rules,
         dims=dims,

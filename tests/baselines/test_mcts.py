@@ -266,6 +266,8 @@ def unstoppable(after: Board) -> bool:
         ((2, 2, 3, 3), 4),
         # one cell that wins at once, right below another: blocking it opens the other
         ((1, 0, 2, 3, 3, 6, 4, 0, 0, 2, 2, 1, 6, 4), 3),
+        # no cell wins at once yet, but the opponent's one move (column 1) opens one above it
+        (tuple(map(int, "43206504220035356006642444366151522315")), 3),
     ],
 )
 def test_a_move_that_makes_an_unstoppable_threat_is_proven_won_where_none_wins_at_once(
