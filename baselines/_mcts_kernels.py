@@ -15,7 +15,8 @@ the player who chooses it. An outcome is proven: :data:`WIN`, :data:`DRAW`, :dat
 lets the opponent win on the next move, or (where no move wins at once) makes a threat the
 opponent cannot stop (two cells that win at once, one right below another, or one above every
 opponent move). Proofs then climb the tree (MCTS-Solver: a node with a winning child is lost for
-the player who chose it, a node whose children are all proven is worth the best of them).
+the player who chose it, a node whose children are all proven is worth the best of them); the
+caller may prove gathered leaves too (:func:`prove_leaves`: the exact solver's values).
 
 ``state`` holds the node count (:data:`STATE_NODES`), the next unused number of ``randoms``
 (:data:`STATE_RANDOM`: uniform draws in [0, 1) from the caller's generator, refilled by the
@@ -355,6 +356,16 @@ def finish_leaves(count: int, leaves, priors, leaf_values, ints, floats) -> None
         ints[node, PENDING] = 0
         virtual_loss(ints, floats, node, -1)
         backup(ints, floats, node, leaf_values[index])
+
+
+def prove_leaves(count: int, leaves, outcomes, ints) -> None:
+    """Give each of the first ``count`` gathered leaves its proven outcome ``outcomes[k]`` (for
+    the player who chose it; :data:`UNKNOWN` where none was proven), and settle its ancestors."""
+    for index in range(count):
+        if outcomes[index] != UNKNOWN:
+            node = leaves[index]
+            ints[node, OUTCOME] = outcomes[index]
+            settle(ints, ints[node, PARENT])
 
 
 def root_visits(ints, out) -> None:

@@ -192,6 +192,7 @@ class SearchTree:
         evaluate: Callable[[np.ndarray], Any] | None = None,
         batch: int = 8,
         value_leaves: bool = False,
+        prove: Callable[[int, int], int | None] | None = None,
     ) -> dict[str, Any]:
         """Search the position ``current``, ``mask`` (``moves`` stones, not over) until
         ``simulations`` are run or ``seconds`` pass (at least one simulation either way), the
@@ -199,13 +200,18 @@ class SearchTree:
         else PUCT whose priors are the softmax of ``evaluate(planes) -> logits``, ``batch``
         leaves a call, the leaves scored by ``rollouts`` random games each; with
         ``value_leaves`` (and ``rollouts`` 0), ``evaluate(planes) -> (logits, values)`` and each
-        leaf is scored by its value, for the player to move there, clipped to [-1, 1].
-        Returns the visits and proven outcomes of the root's moves by column, the simulations
-        run and why it stopped."""
+        leaf is scored by its value, for the player to move there, clipped to [-1, 1]. With
+        ``prove`` (PUCT only), each leaf is first offered to ``prove(current, mask)``: the game
+        value it proves for the player to move there (+1, 0, -1), or None; a proven leaf is
+        settled (MCTS-Solver) and backed up with its value, with no network call (the root is
+        never offered: its value names no move). Returns the visits and proven outcomes of the
+        root's moves by column, the simulations run and why it stopped."""
         if value_leaves and (evaluate is None or rollouts != 0):
             raise ValueError("value_leaves scores the leaves by a network's values: no rollouts")
         if not value_leaves and rollouts < 1:
             raise ValueError("without value_leaves the leaves need rollouts >= 1")
+        if prove is not None and evaluate is None:
+            raise ValueError("prove applies to PUCT: give evaluate")
         start = time.perf_counter()
         deadline = math.inf if seconds is None else start + seconds
         target = math.inf if simulations is None else simulations
@@ -242,8 +248,9 @@ class SearchTree:
                 )  # fmt: skip
             else:
                 done = self._batch(
-                    current, mask, moves, chunk, exploration, rollouts, evaluate, value_leaves
-                )
+                    current, mask, moves, chunk, exploration, rollouts, evaluate, value_leaves,
+                    prove, deadline,
+                )  # fmt: skip
             if not done:  # cannot happen with room and draws for a simulation; never spin
                 stopped = STOPPED_FULL
                 break
@@ -277,10 +284,13 @@ class SearchTree:
         rollouts: int,
         evaluate: Callable[[np.ndarray], Any],
         value_leaves: bool,
+        prove: Callable[[int, int], int | None] | None,
+        deadline: float,
     ) -> int:
-        """One batch of PUCT simulations: gather leaves, evaluate them together, back them up.
-        A leaf's value is for the player who chose it, the opponent of the one the network
-        sees to move there: the network's value changes sign."""
+        """One batch of PUCT simulations: gather leaves, offer them to ``prove``, evaluate the
+        unproven ones together, back them up. A leaf's value is for the player who chose it,
+        the opponent of the one the network sees to move there: the network's value changes
+        sign."""
         k = self.kernels
         leaves = np.zeros(batch, dtype=np.int64)
         currents = np.zeros(batch, dtype=self.position_dtype)
@@ -292,32 +302,62 @@ class SearchTree:
         )  # fmt: skip
         pending = int(self.state[STATE_PENDING])
         if pending:
-            keys = [
-                (int(c), int(m)) for c, m in zip(currents[:pending], masks[:pending], strict=True)
-            ]
+            currents, masks = currents[:pending], masks[:pending]
+            outcomes = np.full(pending, UNKNOWN, dtype=np.int64)
+            if prove is not None:
+                for index in range(pending):
+                    if leaves[index] == ROOT:  # its value alone names no move: search it
+                        continue
+                    if time.perf_counter() >= deadline:
+                        break  # the rest go to the network, which answers them at once
+                    value = prove(int(currents[index]), int(masks[index]))
+                    if value is not None:  # the mover's value there: the chooser's is minus it
+                        outcomes[index] = -value
+                k.prove_leaves(pending, leaves, outcomes, self.ints)
             logits = np.zeros((pending, self.columns))
             mover_values = np.zeros(pending)
-            missing = self.cache.look_up(keys, logits, mover_values)
-            if missing:
-                # one question a position: two descents of a batch may reach it by two orders
-                first_asked = {keys[index]: index for index in reversed(missing)}
-                asked = sorted(first_asked.values())
-                planes = leaf_planes(currents[asked], masks[asked], self.bits)
-                if value_leaves:
-                    new_logits, new_values = evaluate(planes)
-                    new_values = np.nan_to_num(np.asarray(new_values, dtype=np.float64))
-                    mover_values[asked] = np.reshape(new_values, len(asked))
-                else:
-                    new_logits = evaluate(planes)
-                logits[asked] = np.asarray(new_logits, dtype=np.float64)
-                self.cache.store(
-                    [keys[index] for index in asked], logits[asked], mover_values[asked]
+            unproven = np.flatnonzero(outcomes == UNKNOWN)
+            if len(unproven):
+                logits[unproven], mover_values[unproven] = self._network_answers(
+                    currents[unproven], masks[unproven], evaluate, value_leaves
                 )
-                answered = [first_asked[keys[index]] for index in missing]
-                logits[missing], mover_values[missing] = logits[answered], mover_values[answered]
             if value_leaves:
                 values[:pending] = -np.clip(mover_values, -1.0, 1.0)
-            full = (masks[:pending, None] >> self.bits[0][None, :]) & 1  # top cells
+            proven = outcomes != UNKNOWN
+            values[:pending][proven] = outcomes[proven]
+            full = (masks[:, None] >> self.bits[0][None, :]) & 1  # top cells
             priors = masked_softmax(logits, full == 0)
             k.finish_leaves(pending, leaves, priors, values, self.ints, self.floats)
         return int(done) + pending
+
+    def _network_answers(
+        self,
+        currents: np.ndarray,
+        masks: np.ndarray,
+        evaluate: Callable[[np.ndarray], Any],
+        value_leaves: bool,
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The network's logits for the positions ``currents``, ``masks``, and its values for
+        their movers (zeros unless ``value_leaves``): from the cache where it holds them, else
+        from one call of ``evaluate``."""
+        count = len(currents)
+        keys = [(int(c), int(m)) for c, m in zip(currents, masks, strict=True)]
+        logits = np.zeros((count, self.columns))
+        mover_values = np.zeros(count)
+        missing = self.cache.look_up(keys, logits, mover_values)
+        if missing:
+            # one question a position: two descents of a batch may reach it by two orders
+            first_asked = {keys[index]: index for index in reversed(missing)}
+            asked = sorted(first_asked.values())
+            planes = leaf_planes(currents[asked], masks[asked], self.bits)
+            if value_leaves:
+                new_logits, new_values = evaluate(planes)
+                new_values = np.nan_to_num(np.asarray(new_values, dtype=np.float64))
+                mover_values[asked] = np.reshape(new_values, len(asked))
+            else:
+                new_logits = evaluate(planes)
+            logits[asked] = np.asarray(new_logits, dtype=np.float64)
+            self.cache.store([keys[index] for index in asked], logits[asked], mover_values[asked])
+            answered = [first_asked[keys[index]] for index in missing]
+            logits[missing], mover_values[missing] = logits[answered], mover_values[answered]
+        return logits, mover_values

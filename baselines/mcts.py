@@ -16,6 +16,12 @@ evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
   one without (``ppo-v1``) by random games. ``rollouts`` chooses: unset, the value where there is
   one; 0, the value (refused without one); 1 or more, random games even where there is a value.
 
+With ``solver_nodes`` (a network search only), each leaf of at least ``solver_min_stones``
+stones is first offered to the exact solver for that many nodes (:class:`LeafProver`): a leaf
+it proves is settled with its game value and costs no network call (minimax proofs inside
+MCTS-Solver, as in Baier and Winands' hybrids), so the search plays perfectly where the solver
+reaches and as the network leads where it does not.
+
 Both prove what they can (MCTS-Solver): a move that wins, fills the board or lets the opponent
 win at once, or (where no move wins at once) makes a threat the opponent cannot stop, is proven
 when its node is made, and proofs climb the tree, so a win in one is always taken and a loss in
@@ -30,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from connectx_baselines import _mcts_kernels as layout
-from connectx_baselines._checks import require_seconds
+from connectx_baselines._checks import require_node_limit, require_seconds
 from connectx_baselines._layout import center_order
 from connectx_baselines._mcts_search import SearchTree
+from connectx_baselines.solver import SearchLimitError, Solver
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
 from connectx_gym.bitboard import Board, Geometry
@@ -41,12 +48,21 @@ from connectx_gym.files import NumpyNetPolicy, one_blas_thread
 from connectx_gym.policy import Policy, choose_best, require_depth, require_playable
 from connectx_gym.weights import WeightsFile
 
-__all__ = ["DEFAULT_SIMULATIONS", "PROVEN_BONUS", "MCTSPolicy"]
+__all__ = [
+    "DEFAULT_SIMULATIONS",
+    "DEFAULT_SOLVER_MIN_STONES",
+    "PROVEN_BONUS",
+    "LeafProver",
+    "MCTSPolicy",
+]
 
 #: Simulations a move runs when neither ``simulations`` nor ``time_budget`` is given.
 DEFAULT_SIMULATIONS = 1000
 #: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
 KEEP_TREE_NODES = 1 << 16
+#: The fewest stones on a leaf that ``solver_nodes`` offers the solver (fewer: it rarely proves
+#: one within a few thousand nodes, and the time goes to the network instead).
+DEFAULT_SOLVER_MIN_STONES = 16
 #: What :meth:`MCTSPolicy.scores` adds to a proven win's visits (and takes from a proven loss's).
 PROVEN_BONUS = 1e12
 
@@ -75,6 +91,43 @@ def load_network(net: str) -> tuple[WeightsFile, str]:
     return policy.weights, policy.name
 
 
+class LeafProver:
+    """The exact solver, offered each leaf of a search: the game value it proves for the player
+    to move within ``nodes`` solver nodes (positions of at least ``stones`` stones), else None.
+
+    It has a transposition table of its own (``2 ** TABLE_BITS`` entries), kept for the policy's
+    life, so what one move's search proves helps the next; it never shares the table of the
+    solver that judges a policy (:func:`connectx_baselines.solver.get_solver`).
+    """
+
+    TABLE_BITS = 20
+
+    def __init__(self, geometry: Geometry, nodes: int, stones: int = 0) -> None:
+        self.geometry = geometry
+        self.nodes = nodes
+        self.stones = stones
+        self.solver = Solver(geometry, self.TABLE_BITS)
+        self.tried = self.proven = 0
+
+    def reset(self) -> None:
+        """Forget what was proven (a new game)."""
+        self.solver.reset()
+
+    def __call__(self, current: int, mask: int) -> int | None:
+        moves = mask.bit_count()
+        if moves < self.stones:
+            return None
+        self.tried += 1
+        try:
+            value = self.solver.game_value(
+                Board(self.geometry, current, mask, moves), node_limit=self.nodes
+            )
+        except SearchLimitError:
+            return None
+        self.proven += 1
+        return value
+
+
 class MCTSPolicy(Policy):
     """Monte Carlo tree search (``"mcts"``): UCT with random rollouts, or PUCT with a network.
 
@@ -95,6 +148,11 @@ class MCTSPolicy(Policy):
             value instead (a ``net`` with a value head). Default: 0 for a ``net`` with a value
             head, else 1.
         batch: leaves the network scores in one call, >= 1 (with ``net``; default 8).
+        solver_nodes: with ``net``, the exact solver's nodes per leaf, >= 1: a leaf it proves
+            within them (a win, draw or loss) is settled with no network call (default None:
+            no solver).
+        solver_min_stones: the fewest stones on a leaf offered to the solver, >= 0 (with
+            ``solver_nodes``; default :data:`DEFAULT_SOLVER_MIN_STONES`).
     """
 
     name = "mcts"
@@ -108,6 +166,8 @@ class MCTSPolicy(Policy):
         c_puct: float | None = None,
         rollouts: int | None = None,
         batch: int | None = None,
+        solver_nodes: int | None = None,
+        solver_min_stones: int | None = None,
     ) -> None:
         super().__init__()
         if simulations is not None:
@@ -135,6 +195,23 @@ class MCTSPolicy(Policy):
             self.weights, net_name = load_network(net)
             self.name = f"mcts({net_name})"
         self.rollouts = self._leaf_rollouts(rollouts)
+        self.solver_nodes = require_node_limit("solver_nodes", solver_nodes)
+        if self.solver_nodes is not None and net is None:
+            raise ValueError("solver_nodes applies to a search with a network (net=...)")
+        if solver_min_stones is not None and self.solver_nodes is None:
+            raise ValueError("solver_min_stones applies with solver_nodes")
+        if solver_min_stones is None:
+            solver_min_stones = DEFAULT_SOLVER_MIN_STONES
+        elif (
+            isinstance(solver_min_stones, bool)
+            or not isinstance(solver_min_stones, (int, np.integer))
+            or solver_min_stones < 0
+        ):
+            raise ValueError(
+                f"solver_min_stones must be an integer >= 0, got {solver_min_stones!r}"
+            )
+        self.solver_min_stones = int(solver_min_stones)
+        self._provers: dict[Geometry, LeafProver] = {}
         self._trees: dict[Geometry, SearchTree] = {}
         # Load the compiled kernels for the usual board now, not inside a timed first move
         # (other sizes load on their first move, before its clock starts).
@@ -165,6 +242,7 @@ class MCTSPolicy(Policy):
     def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         state["_trees"] = {}  # rebuilt on use: no need to copy a tree of megabytes
+        state["_provers"] = {}  # likewise their solvers' tables
         return state
 
     def _evaluate(self, planes: np.ndarray) -> Any:
@@ -190,9 +268,23 @@ class MCTSPolicy(Policy):
             self._trees[g] = tree
         return tree
 
+    def reset(self) -> None:
+        for prover in self._provers.values():
+            prover.reset()
+
+    def _prover(self, geometry: Geometry) -> LeafProver | None:
+        if self.solver_nodes is None:
+            return None
+        prover = self._provers.get(geometry)
+        if prover is None:
+            prover = LeafProver(geometry, self.solver_nodes, self.solver_min_stones)
+            self._provers[geometry] = prover
+        return prover
+
     def search(self, board: Board, rng: np.random.Generator) -> dict[str, Any]:
         """Search ``board`` (not over): the root moves' visits and proven outcomes by column,
-        the simulations run, the nodes, the seconds and why it stopped."""
+        the simulations run, the nodes, the seconds and why it stopped (with ``solver_nodes``,
+        also the leaves offered to the solver and those it proved)."""
         require_playable(board)
         g = board.geometry
         if self.weights is not None and g != self.weights.geometry:
@@ -205,10 +297,15 @@ class MCTSPolicy(Policy):
         if outer is not None:
             seconds = outer if seconds is None else min(seconds, outer)
         evaluate = None if self.weights is None else self._evaluate
+        prover = self._prover(g)
+        tried, proven = (0, 0) if prover is None else (prover.tried, prover.proven)
         result = tree.search(
             board.current, board.mask, board.moves, rng, self.simulations, seconds,
-            self.exploration, self.rollouts, evaluate, self.batch, self.value_leaves,
+            self.exploration, self.rollouts, evaluate, self.batch, self.value_leaves, prover,
         )  # fmt: skip
+        if prover is not None:
+            result["solver_tried"] = prover.tried - tried
+            result["solver_proven"] = prover.proven - proven
         if tree.nodes > KEEP_TREE_NODES:
             # A large search's pages stay resident while the tree is kept: let them go, so that
             # a process holding many policies (connectx serve) holds no large trees between moves.
@@ -219,7 +316,8 @@ class MCTSPolicy(Policy):
         """The root moves' visits (NaN for full columns), a proven win raised and a proven
         loss lowered by :data:`PROVEN_BONUS`; the search draws from ``rng`` (seed 0 if None)."""
         found = self.search(board, np.random.default_rng(0) if rng is None else rng)
-        self.last_info = {key: found[key] for key in ("simulations", "cached", "nodes", "seconds")}
+        kept = ("simulations", "cached", "nodes", "seconds", "solver_tried", "solver_proven")
+        self.last_info = {key: found[key] for key in kept if key in found}
         self.last_info["stopped"] = found["stopped"]
         outcomes = found["outcomes"]
         bonus = np.where(outcomes == layout.WIN, PROVEN_BONUS, 0.0)
@@ -240,6 +338,9 @@ class MCTSPolicy(Policy):
             parts.append(f"time_budget={self.time_budget}")
         if self.net is not None:
             parts += [f"net={self.net!r}", f"c_puct={self.exploration}", f"batch={self.batch}"]
+            if self.solver_nodes is not None:
+                parts.append(f"solver_nodes={self.solver_nodes}")
+                parts.append(f"solver_min_stones={self.solver_min_stones}")
         else:
             parts.append(f"uct_c={self.exploration}")
         return f"MCTSPolicy({', '.join(parts)}, rollouts={self.rollouts})"

@@ -206,6 +206,18 @@ class Solver:
         self._check(board)
         return np.sign(self._column_scores(board, 1, self._limits(node_limit, None)))
 
+    def game_value(self, board: Board, *, node_limit: int | None = None) -> int:
+        """The game value of ``board`` for the player to move: +1 win, 0 draw, -1 loss.
+
+        A *weak* solve (null windows around a draw), much cheaper than :meth:`solve`.
+        ``node_limit`` bounds it (:class:`SearchLimitError` when exceeded).
+        """
+        self._check(board)
+        value = self._search(
+            board.current, board.mask, board.moves, -1, 1, self._limits(node_limit, None)
+        )
+        return int(np.sign(value))
+
     def best_moves(
         self, board: Board, *, node_limit: int | None = None, time_limit: float | None = None
     ) -> tuple[int, list[int]]:

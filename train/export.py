@@ -283,6 +283,11 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         raise ValueError(
             f"cannot export {spec!r}: the search exports with its network (net=ppo or a file)"
         )
+    if policy.solver_nodes is not None:
+        raise ValueError(
+            f"cannot export {spec!r}: solver_nodes needs the compiled solver, and the exported "
+            "search runs as plain Python; export it without solver_nodes"
+        )
     base = kaggle_source(policy.weights)
     agent_start = base.index("\ndef agent(")
     rules = "\n\n\n".join(inspect.getsource(rule) for rule in _RULES)

@@ -65,6 +65,7 @@ LIMITS: dict[str, float] = {
     "simulations": 100_000,  # mcts: a tree of well under a million nodes
     "rollouts": 64,  # mcts: random games per leaf, each simulation's work
     "batch": 256,  # mcts: leaves per call of its network
+    "solver_nodes": 1_000_000,  # mcts: the solver's nodes per leaf, about 0.15 s compiled
 }
 #: Full-width searches (``depth``) may visit at most about this many leaves, ``columns ** depth``:
 #: a few seconds at most (compiled; on boards beyond 64 bits, plain Python: MAX_LEAVES_PLAIN).
@@ -204,7 +205,9 @@ def _check_parameter(key: str, value: Any, geometry: Geometry) -> None:
         ):
             raise SpecError(f"{key} must be a number, got {value!r}")
         if value > LIMITS[key]:
-            raise SpecError(f"{key} must be <= {LIMITS[key]:g} on this server, got {value!r}")
+            cap = LIMITS[key]
+            shown_cap = f"{cap:.0f}" if cap == int(cap) else f"{cap:g}"
+            raise SpecError(f"{key} must be <= {shown_cap} on this server, got {value!r}")
         leaves = MAX_LEAVES if geometry.fits_64_bits else MAX_LEAVES_PLAIN
         if key == "depth" and value > 1 and columns**value > leaves:
             deepest = int(math.log(leaves) / math.log(columns))

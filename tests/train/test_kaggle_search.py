@@ -117,6 +117,7 @@ def test_the_command_writes_it(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ("mcts:simulations=10", "exports with its network"),
         ("mcts:net=ppo,simulations=0", "simulations must be an integer >= 1"),
         ("mcts:net=ppo,depth=2", "does not take parameter"),
+        ("mcts:net=ppo,simulations=10,solver_nodes=1000", "export it without solver_nodes"),
     ],
 )
 def test_refuses_what_it_cannot_export(tmp_path: Path, spec: str, message: str) -> None:

@@ -241,6 +241,8 @@ def test_finished_games_are_refused(client, endpoint) -> None:
         ("mcts:time_budget=60", 400, "time_budget must be <= 5"),
         ("mcts:rollouts=1000", 400, "rollouts must be <= 64"),
         ("mcts:net=ppo,batch=100000", 400, "batch must be <= 256"),
+        ("mcts:net=ppo,solver_nodes=10**9", 400, "solver_nodes"),
+        ("mcts:net=ppo,solver_nodes=2000000", 400, "solver_nodes must be <= 1000000"),
         ("minimax:bogus=1", 400, "does not take"),
         ("minimax:depth='x'", 400, "depth"),
         ("minimax~2", 400, "noise"),
