@@ -54,6 +54,7 @@ PRINTS = {
         "labels equal to the local ones: yes",
     ],
     "bench_phases.py": ["bfloat16", "GPU", "torch", "| labelling teacher positions |"],
+    "bench_search.py": ["bfloat16", "GPU", "| search | score", ">= 0.9 within 50 ms"],
     "selfplay_curves.py": ["bfloat16", "GPU", "mistakes, random-position split", "figure: "],
     "gpu_check.py": [
         "tiny run: ",
