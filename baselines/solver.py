@@ -207,11 +207,8 @@ class Solver:
         return np.sign(self._column_scores(board, 1, self._limits(node_limit, None)))
 
     def game_value(self, board: Board, *, node_limit: int | None = None) -> int:
-        """The game value of ``board`` for the player to move: +1 win, 0 draw, -1 loss.
-
-        A *weak* solve (null windows around a draw), much cheaper than :meth:`solve`.
-        ``node_limit`` bounds it (:class:`SearchLimitError` when exceeded).
-        """
+        """The game value of ``board`` for the player to move (+1 win, 0 draw, -1 loss): a weak
+        solve, much cheaper than :meth:`solve`; ``SearchLimitError`` past ``node_limit``."""
         self._check(board)
         value = self._search(
             board.current, board.mask, board.moves, -1, 1, self._limits(node_limit, None)
