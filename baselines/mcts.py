@@ -108,16 +108,21 @@ class LeafProver:
         self.stones = stones
         self.solver = Solver(geometry, self.TABLE_BITS)
         self.tried = self.proven = 0
+        self._searched = False  # since the table was last emptied
 
     def reset(self) -> None:
-        """Forget what was proven (a new game)."""
-        self.solver.reset()
+        """Forget what was proven (a new game); a table no search has written stays as it is
+        (emptying writes all 16 MB, and a judge resets before every position)."""
+        if self._searched:
+            self.solver.reset()
+            self._searched = False
 
     def __call__(self, current: int, mask: int) -> int | None:
         moves = mask.bit_count()
         if moves < self.stones:
             return None
         self.tried += 1
+        self._searched = True
         try:
             value = self.solver.game_value(
                 Board(self.geometry, current, mask, moves), node_limit=self.nodes

@@ -217,3 +217,20 @@ def test_a_board_beyond_64_bits_offers_its_leaves_too(tmp_path: Path) -> None:
     board = Board.from_moves(geometry, (3, 3, 4))
     assert board.can_play(policy.act(board, np.random.default_rng(0)))
     assert policy._provers[geometry].tried > 0
+
+
+def test_a_reset_empties_the_table_only_after_a_search_wrote_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    policy = make_policy("mcts:net=ppo,simulations=8,solver_nodes=1000,solver_min_stones=30")
+    policy.act(Board.from_moves(Geometry(), (3, 3)), np.random.default_rng(0))  # none offered
+    prover = policy._provers[Geometry()]
+    emptied: list[int] = []
+    monkeypatch.setattr(prover.solver, "reset", lambda: emptied.append(1))
+    policy.reset()
+    assert emptied == []
+    board = late_positions(1)[0]
+    prover.stones = 0  # offer it one leaf: the solver writes its table
+    prover(board.current, board.mask)
+    policy.reset()
+    assert emptied == [1]
