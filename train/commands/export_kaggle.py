@@ -23,7 +23,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from connectx_train.export import export_kaggle, export_search, is_search_spec
+    from connectx_train.export import export_kaggle
+    from connectx_train.kaggle_search import export_search, is_search_spec
 
     if is_search_spec(args.model):
         path = export_search(args.model, args.output)
