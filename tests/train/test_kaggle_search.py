@@ -20,6 +20,7 @@ from connectx_gym.cli import main
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.outputs import OutputPathError
 from connectx_train.kaggle_search import export_search
+from tests.baselines.test_mcts import random_board
 from tests.baselines.test_mcts_proofs import late_positions
 from tests.baselines.test_mcts_value import square_network
 
@@ -89,12 +90,7 @@ def test_plays_legal_moves_within_its_time(exported_agent) -> None:
     agent = exported_agent
     rng = np.random.default_rng(3)
     for plies in (0, 3, 8, 15, 24, 33):
-        board = Board(Geometry(), 0, 0, 0)
-        for _ in range(plies):
-            following = board.play(int(rng.choice(board.legal_moves())))
-            if following.is_terminal():
-                break
-            board = following
+        board = random_board(Geometry(), rng, plies)
         started = time.perf_counter()
         column = agent(observation(board), CONFIG)
         assert time.perf_counter() - started < 1.0  # its budget is 0.1 s; Kaggle allows 2
@@ -164,12 +160,7 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
     assert "CPUDispatcher" in type(compiled["gather_leaves"]).__name__
     rng = np.random.default_rng(5)
     for plies in (0, 4, 9, 16, 25):
-        board = Board(Geometry(), 0, 0, 0)
-        for _ in range(plies):
-            following = board.play(int(rng.choice(board.legal_moves())))
-            if following.is_terminal():
-                break
-            board = following
+        board = random_board(Geometry(), rng, plies)
         moves = [namespace["agent"](observation(board), CONFIG) for namespace in (compiled, plain)]
         assert moves[0] == moves[1], (board, moves)
 
@@ -219,3 +210,11 @@ def test_refuses_to_write_onto_its_network(tmp_path: Path) -> None:
     with pytest.raises(OutputPathError, match="refusing to write"):
         export_search(f"mcts:net={network},simulations=8", network)
     assert network.read_bytes() == before
+
+
+def test_the_moved_names_are_still_read_from_the_export_module() -> None:
+    from connectx_train import export
+
+    assert export.export_search is export_search
+    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
+        export.nothing  # noqa: B018
