@@ -9,7 +9,8 @@ _solver_kernels` and the helpers of :mod:`connectx_baselines._kernels_common` th
 numba imports (Kaggle's Python image has it), the file compiles those kernels when it is loaded,
 as :mod:`connectx_gym._jit` compiles them here; without numba they run as plain Python, and a
 spec's ``solver_nodes`` is not used (plain Python proves about 5,000 nodes a second: a leaf's
-proof would take the whole move), which the agent says once on standard error. Its ``agent``
+proof would take the whole move), which the agent says once on standard error. Where
+threadpoolctl imports, a move's search holds numpy's BLAS to one thread. Its ``agent``
 plays the spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's
 budget and at most half of Kaggle's ``actTimeout``, its leaves scored as the spec's are (the
 network's value, or random games) and, with the solver, first offered to it as
@@ -185,6 +186,23 @@ elif _SOLVER_NODES is not None:
     print("numba is not installed: the search runs without its solver", file=sys.stderr)
 
 
+def _one_blas_thread():
+    """A block in which numpy's BLAS uses one thread, where threadpoolctl imports (Kaggle's image
+    has it): one batch of leaves is too small for a second thread to pay, and a second thread
+    that waits for a busy core makes the move's search several times slower."""
+    if _BLAS is None:
+        return contextlib.nullcontext()
+    return _BLAS.limit(limits=1, user_api="blas")
+
+
+try:
+    from threadpoolctl import ThreadpoolController
+
+    _BLAS = ThreadpoolController()
+except ImportError:
+    _BLAS = None
+
+
 def _evaluate(planes):
     if _VALUE_LEAVES:  # the leaves scored by the network's value head, not by random games
         return _NETWORK.logits_and_values(planes)
@@ -214,10 +232,11 @@ def agent(obs, config):
         seconds = 1.0
     if _TIME_BUDGET is not None:
         seconds = min(seconds, _TIME_BUDGET)
-    found = _TREE.search(
-        int(current), int(mask), moves, _RNG, _SIMULATIONS, seconds, _EXPLORATION, _ROLLOUTS,
-        _evaluate, _BATCH, _VALUE_LEAVES, _PROVER,
-    )
+    with _one_blas_thread():
+        found = _TREE.search(
+            int(current), int(mask), moves, _RNG, _SIMULATIONS, seconds, _EXPLORATION,
+            _ROLLOUTS, _evaluate, _BATCH, _VALUE_LEAVES, _PROVER,
+        )
     scores = found["visits"] + np.where(found["outcomes"] == WIN, 1e12, 0.0)
     scores -= np.where(found["outcomes"] == LOSS, 1e12, 0.0)
     legal = grid.reshape(rows, columns)[0] == 0
@@ -307,7 +326,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         "it imports, else run as plain Python (without the solver).\n"
         '"""\n\n'
     )
-    imports = "".join(f"import {name}\n" for name in ("math", "sys", "time", "types"))
+    imports = "".join(f"import {name}\n" for name in ("contextlib", "math", "sys", "time", "types"))
     imports += "from typing import NamedTuple\n\n"
     return header + base[header_end:agent_start] + "\n" + imports + agent.lstrip()
 
