@@ -144,15 +144,3 @@ def export_kaggle(model: str | Path, output: str | Path = "main.py") -> Path:
     refuse_writing_onto(source, output)  # the model's own file, by any name
     weights = load_file(source)
     return write_text_atomically(output, kaggle_source(weights))
-
-
-#: Names that moved to :mod:`connectx_train.kaggle_search`, still read from here.
-_MOVED = ("export_search", "is_search_spec", "network_file", "search_kaggle_source")
-
-
-def __getattr__(name: str) -> object:
-    if name in _MOVED:  # imported on use: kaggle_search imports this module
-        from connectx_train import kaggle_search
-
-        return getattr(kaggle_search, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -213,11 +213,3 @@ def test_refuses_to_write_onto_its_network(tmp_path: Path) -> None:
     with pytest.raises(OutputPathError, match="refusing to write"):
         export_search(f"mcts:net={network},simulations=8", network)
     assert network.read_bytes() == before
-
-
-def test_the_moved_names_are_still_read_from_the_export_module() -> None:
-    from connectx_train import export
-
-    assert export.export_search is export_search
-    with pytest.raises(AttributeError, match="no attribute 'nothing'"):
-        export.nothing  # noqa: B018
