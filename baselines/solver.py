@@ -74,7 +74,8 @@ class SearchLimitError(TimeoutError):
     """The solver hit its node or time limit before proving the score."""
 
 
-def _next_prime(n: int) -> int:
+def next_prime(n: int) -> int:
+    """The first prime at least ``n`` (and 2): the entries of a transposition table."""
     candidate = max(n, 2)
     while any(candidate % d == 0 for d in range(2, math.isqrt(candidate) + 1)):
         candidate += 1
@@ -142,7 +143,7 @@ class Solver:
         if table_bits is None:
             table_bits = min(max(g.cells + 2, 12), 23 if g.fits_64_bits else 20)
         reserve_table(self, table_bits, checked=checked)
-        entries = _next_prime((1 << table_bits) + 1)
+        entries = next_prime((1 << table_bits) + 1)
         # Zeroed lazily by the OS: the first searches pay for the pages they touch (see reset).
         # np.full writes every page now; np.zeros would leave the page faults to the first solves.
         self._table = np.full((entries, 2), 0, dtype=np.int64 if g.fits_64_bits else object)

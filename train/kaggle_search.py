@@ -3,17 +3,17 @@ self-contained ``main.py``, the network of :func:`connectx_train.export.kaggle_s
 the sources of the search.
 
 The file holds the core's bitboard rules the kernels call, the search kernels of
-:mod:`connectx_baselines._mcts_kernels` and the loop of :mod:`connectx_baselines._mcts_search`, and,
-for a spec with ``solver_nodes``, the exact solver's kernels (:mod:`connectx_baselines.
-_solver_kernels` and the helpers of :mod:`connectx_baselines._kernels_common` they call). Where
-numba imports (Kaggle's Python image has it), the file compiles those kernels when it is loaded,
-as :mod:`connectx_gym._jit` compiles them here; without numba they run as plain Python, and a
-spec's ``solver_nodes`` is not used (plain Python proves about 5,000 nodes a second: a leaf's
-proof would take the whole move), which the agent says once on standard error. Where
-threadpoolctl imports, a move's search holds numpy's BLAS to one thread. Its ``agent``
-plays the spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's
-budget and at most half of Kaggle's ``actTimeout``, its leaves scored as the spec's are (the
-network's value, or random games) and, with the solver, first offered to it as
+:mod:`connectx_baselines._mcts_kernels`, the loop of :mod:`connectx_baselines._mcts_search` and the
+exact solver's kernels (:mod:`connectx_baselines._solver_kernels` and the helpers of
+:mod:`connectx_baselines._kernels_common`), which a spec with ``solver_nodes`` uses. Where numba
+imports (Kaggle's Python image has it), the file compiles the kernels when it is loaded, as
+:mod:`connectx_gym._jit` compiles them here; without numba (or on a board beyond 64 bits) they run
+as plain Python and ``solver_nodes`` is not used (plain Python proves about 5,000 nodes a second: a
+leaf's proof would take the whole move), which the agent says once on standard error. Where
+threadpoolctl imports, a move's search holds numpy's BLAS to one thread. Its ``agent`` plays the
+spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's budget and at
+most half of Kaggle's ``actTimeout``, its leaves scored as the spec's are (the network's value, or
+random games) and, with the solver, first offered to it as
 :class:`connectx_baselines.mcts.LeafProver` offers them.
 """
 
@@ -31,6 +31,7 @@ from connectx_baselines import _mcts_search as search_module
 from connectx_baselines import _solver_kernels as solver_module
 from connectx_baselines._layout import center_order
 from connectx_baselines.mcts import LeafProver, MCTSPolicy
+from connectx_baselines.solver import next_prime
 from connectx_gym import _dims as dims_module
 from connectx_gym import bitboard
 from connectx_gym.outputs import check_output_path, write_text_atomically
@@ -124,8 +125,7 @@ class _LeafProver:
 
     def __init__(self, nodes, stones):
         self.nodes, self.stones = nodes, stones
-        entries = _next_prime((1 << {table_bits}) + 1)
-        self.table = np.zeros((entries, 2), dtype=np.int64)
+        self.table = np.zeros(({table_entries}, 2), dtype=np.int64)  # a prime, as the solver
         self.frames = np.zeros((_CELLS + 1, FRAME_MOVES + 3 * _COLUMNS), dtype=np.int64)
         self.bounds = np.zeros((_CELLS + 1, 3))
         self.stats = np.zeros(STAT_SIZE, dtype=np.int64)
@@ -146,12 +146,6 @@ class _LeafProver:
         if stats[STAT_ABORTED] or value == GAME_OVER:
             return None
         return (value > 0) - (value < 0)
-
-
-def _next_prime(n):
-    while any(n % d == 0 for d in range(2, int(n**0.5) + 1)):
-        n += 1
-    return n
 
 
 _ROWS, _COLUMNS, _INAROW = _BOARD
@@ -183,7 +177,8 @@ _PROVER = None
 if _SOLVER_NODES is not None and _COMPILED:
     _PROVER = _LeafProver(_SOLVER_NODES, _SOLVER_MIN_STONES)
 elif _SOLVER_NODES is not None:
-    print("numba is not installed: the search runs without its solver", file=sys.stderr)
+    _WHY = "the board is beyond 64 bits" if _WIDE else "numba is not installed"
+    print(f"{{_WHY}}: the search runs without its solver", file=sys.stderr)
 
 
 def _one_blas_thread():
@@ -302,7 +297,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         kernels=module_body(kernels_module, _INTERNAL),
         search=module_body(search_module, _INTERNAL),
         order=inspect.getsource(center_order),
-        table_bits=LeafProver.TABLE_BITS,
+        table_entries=next_prime((1 << LeafProver.TABLE_BITS) + 1),
         compiled_names=[rule.__name__ for rule in _RULES]
         + ["as_dims"]
         + _functions(*kernel_modules),

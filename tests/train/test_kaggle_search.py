@@ -26,6 +26,8 @@ from tests.baselines.test_mcts_value import square_network
 
 STANDARD_LIBRARY = set(sys.stdlib_module_names)
 CONFIG = {"rows": 6, "columns": 7, "inarow": 4, "actTimeout": 2}
+#: For searches that a count of simulations ends: a clock that a loaded machine cannot reach.
+UNHURRIED = {**CONFIG, "actTimeout": 60}
 
 
 def load_file(path: Path, numba: bool = True) -> dict:
@@ -114,8 +116,8 @@ def test_a_network_with_a_value_head_scores_the_leaves_by_it(tmp_path: Path) -> 
     output = export_search(f"mcts:net={network},simulations=300", tmp_path / "main.py")
     assert "_VALUE_LEAVES = True" in output.read_text()
     agent = load_agent(output, numba=False)
-    assert agent(observation(Board.empty()), CONFIG) == 5
-    assert agent(observation(Board.from_moves(Geometry(), (0,))), CONFIG) == 5
+    assert agent(observation(Board.empty()), UNHURRIED) == 5
+    assert agent(observation(Board.from_moves(Geometry(), (0,))), UNHURRIED) == 5
 
 
 def test_refuses_another_board_size(exported_agent) -> None:
@@ -164,7 +166,9 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
     rng = np.random.default_rng(5)
     for plies in (0, 4, 9, 16, 25):
         board = random_board(Geometry(), rng, plies)
-        moves = [namespace["agent"](observation(board), CONFIG) for namespace in (compiled, plain)]
+        moves = [
+            namespace["agent"](observation(board), UNHURRIED) for namespace in (compiled, plain)
+        ]
         assert moves[0] == moves[1], (board, moves)
 
 
@@ -186,10 +190,10 @@ def test_the_solver_at_its_leaves_keeps_the_value_where_the_network_misleads(
     for board in late_positions(60):
         values = solver.move_values(board)
         best = np.nanmax(values)
-        if values[alone(observation(board), CONFIG)] == best:
+        if values[alone(observation(board), UNHURRIED)] == best:
             continue  # only the positions where the search alone loses value
         misled += 1
-        column = proving["agent"](observation(board), CONFIG)
+        column = proving["agent"](observation(board), UNHURRIED)
         assert values[column] == best, (board, column, values)
     assert misled >= 3
     assert proving["_PROVER"].stats[0] > 0  # nodes of its last proof
@@ -213,3 +217,18 @@ def test_refuses_to_write_onto_its_network(tmp_path: Path) -> None:
     with pytest.raises(OutputPathError, match="refusing to write"):
         export_search(f"mcts:net={network},simulations=8", network)
     assert network.read_bytes() == before
+
+
+def test_a_board_beyond_64_bits_runs_as_plain_python_without_its_solver(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    geometry = Geometry(9, 7, 4)  # 7 columns of 10 bits: beyond int64, so nothing compiles
+    network = save_weights(square_network(geometry, 3), tmp_path / "wide.npz")
+    spec = f"mcts:net={network},simulations=8,solver_nodes=1000"
+    namespace = load_file(export_search(spec, tmp_path / "main.py"))
+    assert not namespace["_COMPILED"]
+    assert namespace["_PROVER"] is None
+    assert "the board is beyond 64 bits: the search runs without" in capsys.readouterr().err
+    board = Board.from_moves(geometry, (3, 3, 2))
+    config = {"rows": 9, "columns": 7, "inarow": 4, "actTimeout": 60}
+    assert board.can_play(namespace["agent"](observation(board), config))
