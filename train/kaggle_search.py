@@ -260,7 +260,7 @@ def _layout_constants(*modules: ModuleType) -> str:
         for node in ast.parse(inspect.getsource(module)).body:
             if isinstance(node, ast.ImportFrom) and node.module == layout_module.__name__:
                 names += [alias.name for alias in node.names if alias.name not in names]
-    names += [name for name in ("STAT_SIZE",) if name not in names]
+    names += [name for name in ("STAT_SIZE",) if name not in names]  # the prover's state size
     return "\n".join(f"{name} = {getattr(layout_module, name)!r}" for name in names)
 
 
