@@ -31,6 +31,11 @@ F = TypeVar("F", bound=Callable[..., Any])
 #: Modules of the core whose functions every kernel module may call compiled.
 COMPILED_SOURCES = ("connectx_gym.bitboard", "connectx_gym._dims")
 
+#: numba's options for a kernel, and for a function marked by :func:`helper` (numba's own
+#: ``_nrt`` option is not in its type hints).
+KERNEL_OPTIONS: dict[str, Any] = {"nogil": True}
+HELPER_OPTIONS: dict[str, Any] = {"_nrt": False, "forceinline": True}
+
 _compiled: dict[Callable[..., Any], Any] = {}
 _jit_modules: dict[str, ModuleType] = {}
 
@@ -70,10 +75,9 @@ def jit(function: F) -> F:
     if function not in _compiled:
         import numba
 
-        # numba's own ``_nrt`` option is not in its type hints
-        options: dict[str, Any] = {"nogil": True}
+        options = dict(KERNEL_OPTIONS)
         if getattr(function, "jit_helper", False):
-            options = {"_nrt": False, "forceinline": True}
+            options = dict(HELPER_OPTIONS)
         if getattr(function, "jit_parallel", False):
             options["parallel"] = True
         _compiled[function] = numba.njit(cache=True, **options)(function)

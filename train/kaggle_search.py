@@ -29,11 +29,12 @@ from connectx_baselines import _layout as layout_module
 from connectx_baselines import _mcts_kernels as kernels_module
 from connectx_baselines import _mcts_search as search_module
 from connectx_baselines import _solver_kernels as solver_module
-from connectx_baselines._layout import center_order
+from connectx_baselines._layout import center_order, frame_width, new_state
 from connectx_baselines.mcts import LeafProver, MCTSPolicy
 from connectx_baselines.solver import next_prime
 from connectx_gym import _dims as dims_module
 from connectx_gym import bitboard
+from connectx_gym._jit import HELPER_OPTIONS, KERNEL_OPTIONS
 from connectx_gym.outputs import check_output_path, write_text_atomically
 from connectx_gym.registry import make_policy, parse_spec
 from connectx_train.export import kaggle_source, module_body, refuse_writing_onto
@@ -59,6 +60,9 @@ _KERNELS = (
     "root_visits",
     "root_outcomes",
 )
+#: The functions of :mod:`connectx_baselines._layout` the file calls: the move order, a search's
+#: stack and state.
+_LAYOUT_HELPERS = (center_order, frame_width, new_state)
 #: The project's modules whose imports the file's sources drop (the file defines what they give).
 _INTERNAL = (
     "__future__",
@@ -98,7 +102,7 @@ def helper(function):
 {search}
 
 
-{order}
+{layout_helpers}
 
 
 def _compile_kernels(names):
@@ -112,9 +116,8 @@ def _compile_kernels(names):
     namespace = globals()
     for name in names:
         function = namespace[name]
-        options = {{"nogil": True}}
-        if getattr(function, "jit_helper", False):
-            options = {{"_nrt": False, "forceinline": True}}
+        marked = getattr(function, "jit_helper", False)
+        options = {helper_options!r} if marked else {kernel_options!r}
         namespace[name] = numba.njit(**options)(function)
     return True
 
@@ -126,14 +129,14 @@ class _LeafProver:
     def __init__(self, nodes, stones):
         self.nodes, self.stones = nodes, stones
         self.table = np.zeros(({table_entries}, 2), dtype=np.int64)  # a prime, as the solver
-        self.frames = np.zeros((_CELLS + 1, FRAME_MOVES + 3 * _COLUMNS), dtype=np.int64)
+        self.frames = np.zeros((_CELLS + 1, frame_width(_COLUMNS)), dtype=np.int64)
         self.bounds = np.zeros((_CELLS + 1, 3))
-        self.stats = np.zeros(STAT_SIZE, dtype=np.int64)
+        self.stats = new_state()
         self.order = center_order(_COLUMNS)
         self(0, 0, budget=0)  # compile now, not in the first move's clock
 
     def __call__(self, current, mask, budget=None):
-        moves = bin(mask).count("1")
+        moves = int(popcount(mask))
         if budget is None and moves < self.stones:
             return None
         stats = self.stats
@@ -204,10 +207,11 @@ def _evaluate(planes):
     return _NETWORK.logits(planes)
 
 
-if _COMPILED:  # compile the search's own kernels now too, with a generator of its own
+if _COMPILED:  # compile the search's own kernels now too (the proofs' with the prover), with
+    # a generator of its own
     _TREE.search(
         0, 0, 0, np.random.default_rng(0), 2, None, _EXPLORATION, _ROLLOUTS, _evaluate, _BATCH,
-        _VALUE_LEAVES,
+        _VALUE_LEAVES, _PROVER,
     )
 
 
@@ -260,7 +264,8 @@ def _layout_constants(*modules: ModuleType) -> str:
         for node in ast.parse(inspect.getsource(module)).body:
             if isinstance(node, ast.ImportFrom) and node.module == layout_module.__name__:
                 names += [alias.name for alias in node.names if alias.name not in names]
-    names += [name for name in ("STAT_SIZE",) if name not in names]  # the prover's state size
+    # and those that the file's copies of _LAYOUT_HELPERS read
+    names += [name for name in ("FRAME_MOVES", "STAT_PLY", "STAT_SIZE") if name not in names]
     return "\n".join(f"{name} = {getattr(layout_module, name)!r}" for name in names)
 
 
@@ -296,7 +301,9 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         solver=module_body(solver_module, _INTERNAL),
         kernels=module_body(kernels_module, _INTERNAL),
         search=module_body(search_module, _INTERNAL),
-        order=inspect.getsource(center_order),
+        layout_helpers="\n\n\n".join(inspect.getsource(helper) for helper in _LAYOUT_HELPERS),
+        helper_options=HELPER_OPTIONS,
+        kernel_options=KERNEL_OPTIONS,
         table_entries=next_prime((1 << LeafProver.TABLE_BITS) + 1),
         compiled_names=[rule.__name__ for rule in _RULES]
         + ["as_dims"]
