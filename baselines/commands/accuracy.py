@@ -6,7 +6,8 @@ between search players) and the random split (positions of random legal play), t
 phase and overall, with 95% intervals (:func:`connectx_baselines.perfect_play.evaluate_sets`).
 ``--positions FILE`` measures one labelled file. ``--pons DIR`` judges the moves on the first
 ``--limit`` positions of each of Pascal Pons' benchmark files in ``DIR`` (the solver judges each
-move), one row per set; ``--pons FILE`` on one file. ``--ray [ADDRESS]`` answers the labelled
+move within ``--time-limit`` seconds or ``--node-limit`` nodes a search, the latter the same on
+any machine), one row per set; ``--pons FILE`` on one file. ``--ray [ADDRESS]`` answers the labelled
 positions on Ray (every position draws from its own seed, so the result is the local run's).
 ``--png FILE`` also draws the mistake rates with their intervals, per phase and set
 (:mod:`connectx_baselines.accuracy_plot`).
@@ -35,6 +36,9 @@ HELP = "mistake rate against perfect play, per game phase"
 
 logger = logging.getLogger(__name__)
 
+#: the solver's seconds per Pons search when neither ``--time-limit`` nor ``--node-limit`` is given
+DEFAULT_TIME_LIMIT = 5.0
+
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("policy", help="policy spec or saved agent")
@@ -60,8 +64,14 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--time-limit",
         type=positive_float,
-        default=5.0,
-        help="solver seconds per Pons position (5)",
+        default=None,
+        help=f"solver seconds per Pons search ({DEFAULT_TIME_LIMIT:g} without --node-limit)",
+    )
+    parser.add_argument(
+        "--node-limit",
+        type=positive_int,
+        default=None,
+        help="solver nodes per Pons search: the same positions settled on any machine",
     )
     add_result_options(parser, ray="answer the labelled positions")
     add_png(parser, "the mistake rates per phase and set, with their 95% intervals")
@@ -78,6 +88,8 @@ def run(args: argparse.Namespace) -> int:
     )
 
     check_png(args)  # before the positions: an unwritable path, or no matplotlib, fails now
+    if not args.pons and (args.time_limit is not None or args.node_limit is not None):
+        raise ValueError("--time-limit and --node-limit bound the solver's judging of --pons")
     result: PerfectPlayResult | SetResults
     if args.pons:
         if args.ray is not None:
@@ -85,7 +97,10 @@ def run(args: argparse.Namespace) -> int:
         if args.positions is not None:
             raise ValueError("--positions and --pons each name what to measure: give one")
         pons = Path(args.pons)
-        limits = {"seed": args.seed, "time_limit": args.time_limit}
+        time_limit = args.time_limit
+        if time_limit is None and args.node_limit is None:
+            time_limit = DEFAULT_TIME_LIMIT
+        limits = {"seed": args.seed, "time_limit": time_limit, "node_limit": args.node_limit}
         if pons.is_dir():
             result = evaluate_pons_sets(args.policy, pons, limit=args.limit, **limits)
         elif pons.is_file():

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from collections import OrderedDict
 from pathlib import Path
 
 import pytest
 
+import connectx_baselines.solver as solver_module
 from connectx_baselines.perfect_play import evaluate_policy, evaluate_sets
 from connectx_baselines.position_sets import (
     DEFAULT_POSITIONS,
@@ -104,6 +106,8 @@ def test_pons_and_positions_errors_are_one_line(
         (["--pons", str(tmp_path / "missing")], "no such Pons file or directory"),
         (["--pons", str(tmp_path)], "holds no Pons benchmark file"),
         (["--pons", str(tmp_path), "--positions", str(DEFAULT_POSITIONS)], "give one"),
+        (["--node-limit", "1000"], "judging of --pons"),
+        (["--time-limit", "1"], "judging of --pons"),
     ]
     for args, message in cases:
         code, _, err = accuracy(capsys, "random", *args)
@@ -128,3 +132,22 @@ def test_pons_sets_of_the_shared_folder(capsys: pytest.CaptureFixture[str], pons
                               "--limit", "2")  # fmt: skip
     assert code == 0, err
     assert "| all | 2 |" in out  # one file: its own report, as before
+
+
+def test_a_node_limit_settles_the_same_positions_on_any_machine(
+    capsys: pytest.CaptureFixture[str], pons_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def judged(name: str, limit: str, nodes: str) -> dict[str, int]:
+        # each command starts with an empty transposition table, as a new process does (a warm
+        # table, like the one earlier tests in this process filled, proves more in as many nodes)
+        monkeypatch.setattr(solver_module, "_solvers", OrderedDict())
+        code, out, err = accuracy(capsys, "onestep", "--pons", str(pons_dir / name),
+                                  "--limit", limit, "--node-limit", nodes, "--json")  # fmt: skip
+        assert code == 0, err
+        overall: dict[str, int] = json.loads(out)["overall"]
+        return overall
+
+    assert judged("Test_L1_R3", "3", "1")["unsolved"] == 3  # one node proves no opening position
+    first = judged("Test_L3_R1", "4", "2000000")
+    assert (first["positions"], first["unsolved"]) == (4, 0)
+    assert judged("Test_L3_R1", "4", "2000000") == first
