@@ -23,6 +23,7 @@ from pathlib import Path
 from connectx_gym.commands import (
     add_png,
     add_result_options,
+    bounded_int,
     check_png,
     open_executor,
     positive_float,
@@ -36,6 +37,8 @@ HELP = "mistake rate against perfect play, per game phase"
 
 logger = logging.getLogger(__name__)
 
+#: the most solver nodes ``--node-limit`` takes (about 3 minutes of one core a search)
+MAX_NODE_LIMIT = 1_000_000_000
 #: the solver's seconds per Pons search when neither ``--time-limit`` nor ``--node-limit`` is given
 DEFAULT_TIME_LIMIT = 5.0
 
@@ -69,7 +72,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--node-limit",
-        type=positive_int,
+        type=bounded_int(1, MAX_NODE_LIMIT),
         default=None,
         help="solver nodes per Pons search: the same positions settled on any machine",
     )

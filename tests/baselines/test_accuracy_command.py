@@ -148,6 +148,6 @@ def test_a_node_limit_settles_the_same_positions_on_any_machine(
         return overall
 
     assert judged("Test_L1_R3", "3", "1")["unsolved"] == 3  # one node proves no opening position
-    first = judged("Test_L3_R1", "4", "2000000")
+    first = judged("Test_L3_R1", "4", "30000000")
     assert (first["positions"], first["unsolved"]) == (4, 0)
-    assert judged("Test_L3_R1", "4", "2000000") == first
+    assert judged("Test_L3_R1", "4", "30000000") == first
