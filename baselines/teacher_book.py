@@ -69,6 +69,8 @@ __all__ = [
     "MIDDLE_BOOK_FILE",
     "RANDOM_BOOK",
     "RANDOM_BOOK_FILE",
+    "RANDOM_OPENING_BOOK",
+    "RANDOM_OPENING_BOOK_FILE",
     "Book",
     "load_book",
 ]
@@ -137,6 +139,14 @@ RANDOM_BOOK = dataclasses.replace(
 #: positions per chunk of the random book (a few seconds of one core)
 RANDOM_BOOK_CHUNK = 500
 
+#: the shipped random opening book
+RANDOM_OPENING_BOOK_FILE = Path(__file__).parent / "data" / "teacher_book_random_opening.npz"
+#: how the random opening book's positions are chosen: the random book's games, positions of 6 to
+#: 11 stones (those of 6 and 7 cost the solver seconds each, those of 8 to 11 under a second)
+RANDOM_OPENING_BOOK = dataclasses.replace(
+    RANDOM_BOOK, min_ply=6, max_ply=11, keep=0.3, node_limit=300_000_000, table_bits=24
+)
+
 
 @dataclass(frozen=True)
 class Book:
@@ -154,6 +164,7 @@ BOOKS: dict[str, Book] = {
     "early": Book(EARLY_BOOK_FILE, EARLY_BOOK, BOOK_SEED + 1),
     "middle": Book(MIDDLE_BOOK_FILE, MIDDLE_BOOK, BOOK_SEED + 2),
     "random": Book(RANDOM_BOOK_FILE, RANDOM_BOOK, BOOK_SEED + 3, RANDOM_BOOK_CHUNK),
+    "random_opening": Book(RANDOM_OPENING_BOOK_FILE, RANDOM_OPENING_BOOK, BOOK_SEED + 4),
 }
 
 

@@ -7,6 +7,8 @@ Run from the repository root::
     python -m tools.teacher_book --chunks 1000 --workers 2 --minutes 55
     python -m tools.teacher_book --book early --chunks 5000 --workers 2 --minutes 40
     python -m tools.teacher_book --book random --chunks 120 --workers 2
+    python -m tools.teacher_book --book random_opening --chunks 400 --workers 2 \\
+        --exclude-pons ../shared/data/pons
 """
 
 from __future__ import annotations
@@ -21,7 +23,12 @@ from typing import Any
 import numpy as np
 
 from connectx_baselines.game_positions import canonical_keys
-from connectx_baselines.position_sets import RANDOM_POSITIONS, load_positions
+from connectx_baselines.position_sets import (
+    RANDOM_POSITIONS,
+    load_pons,
+    load_positions,
+    pons_files,
+)
 from connectx_baselines.teacher_book import BOOK, BOOK_CHUNK, BOOK_SEED, BOOKS
 from connectx_baselines.teacher_cache import pad_moves
 from connectx_baselines.teacher_labels import (
@@ -33,7 +40,7 @@ from connectx_baselines.teacher_labels import (
 )
 from connectx_gym.bitboard import Geometry
 
-__all__ = ["extend_book", "main", "random_split_keys"]
+__all__ = ["extend_book", "main", "pons_keys", "random_split_keys"]
 
 
 def _settings_meta(settings: ChunkSettings) -> dict[str, Any]:
@@ -54,6 +61,18 @@ def random_split_keys(geometry: Geometry) -> set[tuple[int, int]]:
     return set(canonical_keys(geometry, pad_moves(positions.moves, geometry.cells)))
 
 
+def pons_keys(directory: Path) -> set[tuple[int, int]]:
+    """Mirror-canonical keys of every position of the Pons benchmark files in ``directory``
+    (6x7): what a book leaves out so that Pons' sets stay unseen by the networks it teaches."""
+    geometry = Geometry(6, 7, 4)
+    rows = [
+        [int(column) - 1 for column in position.moves]
+        for path in pons_files(directory).values()
+        for position in load_pons(path)
+    ]
+    return set(canonical_keys(geometry, pad_moves(rows, geometry.cells)))
+
+
 def extend_book(
     path: Path,
     chunks: int,
@@ -63,11 +82,13 @@ def extend_book(
     settings: ChunkSettings = BOOK,
     chunk_size: int = BOOK_CHUNK,
     seed: int = BOOK_SEED,
+    exclude: frozenset[tuple[int, int]] = frozenset(),
     log: Callable[[str], None] | None = None,
 ) -> TeacherSet:
     """Label the next ``chunks`` chunks of the book at ``path`` (created if missing) and return
     the book. ``minutes > 0`` stops starting chunks after that much wall time. The file is
-    rewritten whenever the next chunk in order is done."""
+    rewritten whenever the next chunk in order is done. Positions whose mirror-canonical key is
+    in ``exclude`` are left out, as are the shipped evaluation sets' and the book's own."""
     if chunks < 1 or workers < 1 or chunk_size < 1:
         raise ValueError(
             f"chunks, workers and chunk_size must be >= 1, got {chunks}, {workers}, {chunk_size}"
@@ -84,7 +105,8 @@ def extend_book(
     first = 0 if book is None else int(book.meta["chunks"])
     commands = [] if book is None else list(book.meta["commands"])
     book_keys = set() if book is None else set(canonical_keys(geometry, book.moves))
-    exclude = frozenset(evaluation_keys(geometry) | random_split_keys(geometry) | book_keys)
+    left_out = len(exclude)
+    exclude = exclude | evaluation_keys(geometry) | random_split_keys(geometry) | book_keys
     commands.append([first, first])  # chunks [first, end) labelled by this command
     started = time.monotonic()
     results: dict[int, Any] = {}
@@ -102,6 +124,8 @@ def extend_book(
         if ready:
             commands[-1][1] = written
             meta = {**wanted, "chunks": written, "commands": commands}
+            if left_out:  # how many positions the caller also had left out (Pons' sets)
+                meta["excluded"] = left_out
             book = merge_chunks(geometry, ready, meta, base=book)
             book.save(path)
             if log is not None:
@@ -141,10 +165,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--out", type=Path, default=None, help="the book file to extend (default: the shipped one)"
     )
+    parser.add_argument(
+        "--exclude-pons",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="also leave out every position of the Pons benchmark files in DIR (6x7 books)",
+    )
     args = parser.parse_args(argv)
     chosen = BOOKS[args.book]
     out = args.out if args.out is not None else chosen.file
     try:
+        exclude = frozenset(pons_keys(args.exclude_pons)) if args.exclude_pons else frozenset()
         book = extend_book(
             out,
             args.chunks,
@@ -153,9 +185,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             settings=chosen.settings,
             chunk_size=chosen.chunk_size,
             seed=chosen.seed,
+            exclude=exclude,
             log=lambda line: print(line, flush=True),
         )
-    except ValueError as error:
+    except (ValueError, FileNotFoundError) as error:
         parser.error(str(error))
     except KeyboardInterrupt:
         print(f"interrupted: {out} keeps every chunk written so far; the same command goes on")

@@ -21,7 +21,8 @@ Two settings are lists written as text:
   positions, ``NAME:COPIES[:FIRST]`` items joined by commas: ``COPIES`` copies of book ``NAME``'s
   first ``FIRST`` positions, or of the whole book without ``FIRST`` (the books,
   :data:`connectx_baselines.teacher_book.BOOKS`: ``opening`` 5 to 11 stones, ``early`` 12 to 20,
-  ``middle`` 21 to 28, each exactly labelled once outside any run). ``none`` adds no book. The
+  ``middle`` 21 to 28 of games, ``random`` 12 to 41 and ``random_opening`` 6 to 11 of random legal
+  play, each exactly labelled once outside any run). ``none`` adds no book. The
   default run pins its counts (``opening:2:1929,...``) so that it reproduces when a book grows.
 
 Settings that an older version saved (a run's ``config.json``) are read in today's names by

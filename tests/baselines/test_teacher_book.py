@@ -177,3 +177,46 @@ def test_the_command_line_extends_the_chosen_book(
     with pytest.raises(SystemExit):
         main(["--chunks", "1", "--book", "late"])
     assert "invalid choice" in capsys.readouterr().err
+
+
+def test_pons_keys_are_the_mirror_canonical_keys_of_every_line(tmp_path: Path) -> None:
+    (tmp_path / "Test_L1_R1").write_text("4453 -5\n27 1\n")
+    (tmp_path / "Test_L2_R1").write_text("1766 3\n")
+    keys = teacher_book_tool.pons_keys(tmp_path)
+    expected = {
+        canonical_key(SIX_BY_SEVEN, moves) for moves in ([3, 3, 4, 2], [1, 6], [0, 6, 5, 5])
+    }
+    assert keys == expected
+    # 1766 is the mirror image of 7122: the same key
+    assert canonical_key(SIX_BY_SEVEN, [6, 0, 1, 1]) in keys
+    with pytest.raises(FileNotFoundError, match="no such directory"):
+        teacher_book_tool.pons_keys(tmp_path / "absent")
+
+
+def test_a_book_leaves_out_the_positions_it_is_told_to(tmp_path: Path) -> None:
+    geometry = Geometry(*SMALL.geometry_key)
+    first = extend_book(tmp_path / "first.npz", 2, settings=SMALL, chunk_size=4)
+    taken = frozenset(canonical_key(geometry, row[row >= 0]) for row in first.moves)
+    again = extend_book(tmp_path / "again.npz", 2, settings=SMALL, chunk_size=4, exclude=taken)
+    keys = {canonical_key(geometry, row[row >= 0]) for row in again.moves}
+    assert keys
+    assert not keys & taken
+    assert again.meta["excluded"] == len(taken)
+    assert "excluded" not in first.meta
+
+
+def test_the_command_line_says_in_one_line_when_the_pons_folder_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit):
+        main(["--chunks", "1", "--out", str(tmp_path / "b.npz"), "--exclude-pons", "nowhere"])
+    assert "no such directory of Pons files" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_the_random_opening_book_holds_no_pons_position(pons_dir: Path) -> None:
+    book = load_book(SIX_BY_SEVEN, BOOKS["random_opening"].file)
+    assert book is not None
+    keys = {canonical_key(SIX_BY_SEVEN, row[row >= 0]) for row in book.moves}
+    assert not keys & teacher_book_tool.pons_keys(pons_dir)
+    assert book.meta["excluded"] == len(teacher_book_tool.pons_keys(pons_dir))
