@@ -88,7 +88,8 @@ def extend_book(
     """Label the next ``chunks`` chunks of the book at ``path`` (created if missing) and return
     the book. ``minutes > 0`` stops starting chunks after that much wall time. The file is
     rewritten whenever the next chunk in order is done. Positions whose mirror-canonical key is
-    in ``exclude`` are left out, as are the shipped evaluation sets' and the book's own."""
+    in ``exclude`` are left out, as are the shipped evaluation sets' and the book's own; a book
+    made with more of them left out than ``exclude`` holds is refused."""
     if chunks < 1 or workers < 1 or chunk_size < 1:
         raise ValueError(
             f"chunks, workers and chunk_size must be >= 1, got {chunks}, {workers}, {chunk_size}"
@@ -102,6 +103,13 @@ def extend_book(
         recorded = {key: book.meta.get(key) for key in wanted}
         if recorded != wanted:
             raise ValueError(f"{path} was made with other settings: {recorded}, not {wanted}")
+    left_out_before = 0 if book is None else int(book.meta.get("excluded", 0))
+    if len(exclude) < left_out_before:
+        # the new chunks could hold positions the book was made to leave out (Pons' sets)
+        raise ValueError(
+            f"{path} leaves out {left_out_before} positions besides the evaluation sets "
+            f"(--exclude-pons), this command {len(exclude)}; extend it leaving them out again"
+        )
     first = 0 if book is None else int(book.meta["chunks"])
     commands = [] if book is None else list(book.meta["commands"])
     book_keys = set() if book is None else set(canonical_keys(geometry, book.moves))

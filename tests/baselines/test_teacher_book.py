@@ -21,7 +21,7 @@ from connectx_baselines.teacher_book import (
     MIDDLE_BOOK,
     load_book,
 )
-from connectx_baselines.teacher_labels import ILLEGAL, ChunkSettings
+from connectx_baselines.teacher_labels import ILLEGAL, ChunkSettings, TeacherSet
 from connectx_gym.bitboard import Geometry
 from connectx_gym.registry import make_policy
 from tools.teacher_book import extend_book, main
@@ -203,6 +203,12 @@ def test_a_book_leaves_out_the_positions_it_is_told_to(tmp_path: Path) -> None:
     assert not keys & taken
     assert again.meta["excluded"] == len(taken)
     assert "excluded" not in first.meta
+    # going on with the same positions left out keeps the record; without them is refused
+    more = extend_book(tmp_path / "again.npz", 1, settings=SMALL, chunk_size=4, exclude=taken)
+    assert (more.meta["chunks"], more.meta["excluded"]) == (3, len(taken))
+    with pytest.raises(ValueError, match=r"leaves out .* extend it leaving them out again"):
+        extend_book(tmp_path / "again.npz", 1, settings=SMALL, chunk_size=4)
+    assert TeacherSet.load(tmp_path / "again.npz").meta["chunks"] == 3
 
 
 def test_the_command_line_says_in_one_line_when_the_pons_folder_is_missing(
