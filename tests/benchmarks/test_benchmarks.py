@@ -23,8 +23,13 @@ BENCHMARKS = ROOT / "benchmarks"
 PONS = ROOT.parent / "shared" / "data" / "pons"
 SCRIPTS = sorted(path.name for path in BENCHMARKS.glob("*.py") if not path.name.startswith("_"))
 #: Extra arguments, and the modules a script cannot run without.
-EXTRA = {"bench_solver.py": ["--pons-dir", str(PONS)], "gpu_check.py": ["--device", "cpu"]}
+EXTRA = {
+    "bench_solver.py": ["--pons-dir", str(PONS)],
+    "gpu_check.py": ["--device", "cpu"],
+    "book_fit.py": ["ppo"],
+}
 NEEDS = {
+    "book_fit.py": ["torch"],
     "bench_phases.py": ["torch", "sb3_contrib"],
     "gpu_check.py": ["torch", "sb3_contrib"],
     "train_speed.py": ["torch", "sb3_contrib"],
@@ -45,6 +50,7 @@ TIMEOUT = {
 #: What a script's smoke run must print, beyond something.
 PRINTS = {
     "bench_forward.py": ["batch whole", "one piece / pieces of"],
+    "book_fit.py": ["bfloat16", "GPU", "random_opening book", "ppo: ", "of 200"],
     "bench_ray_rollouts.py": ["GPU", "2 Ray worker(s)", "projection", "64 workers"],
     "bench_ray_labels.py": [
         "GPU",
