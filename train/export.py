@@ -6,8 +6,9 @@ The file holds the network as a base64 ``.npz`` in the weights-only format and t
 :mod:`connectx_gym.forward` and :mod:`connectx_gym.weights` (the modules the ``.npz`` loader uses:
 the exported agent reads its weights and runs exactly the same forward pass), then an
 ``agent(obs, config)`` that plays the legal column with the highest logit: it never answers an
-illegal column (:func:`export_kaggle`). It imports only numpy and the standard library. Converting
-an SB3 ``.zip`` needs torch; exporting from a ``.npz`` does not.
+illegal column (:func:`export_kaggle`). It imports only numpy and the standard library, and
+threadpoolctl where it imports (Kaggle's image has it), to hold numpy's BLAS to one thread during a
+move. Converting an SB3 ``.zip`` needs torch; exporting from a ``.npz`` does not.
 
 The checks the exports share with the ONNX export (:mod:`connectx_train.onnx_export`) are here:
 the model file an export reads (:func:`model_file`), the output that may not be that file
@@ -50,6 +51,22 @@ _AGENT_SOURCE = '''
 _NETWORK = read_weights(io.BytesIO(base64.b64decode(_WEIGHTS)), "embedded weights")
 _BOARD = (_NETWORK.geometry.rows, _NETWORK.geometry.columns, _NETWORK.geometry.inarow)
 
+try:
+    from threadpoolctl import ThreadpoolController
+
+    _BLAS = ThreadpoolController()
+except ImportError:
+    _BLAS = None
+
+
+def _one_blas_thread():
+    """A block in which numpy's BLAS uses one thread, where threadpoolctl imports (Kaggle's image
+    has it): one move's products are too small for a second thread to pay, and a second thread
+    that waits for a busy core makes the move several times slower."""
+    if _BLAS is None:
+        return contextlib.nullcontext()
+    return _BLAS.limit(limits=1, user_api="blas")
+
 
 def _setting(source, key):
     return source[key] if isinstance(source, dict) else getattr(source, key)
@@ -64,7 +81,8 @@ def agent(obs, config):
     mark = int(_setting(obs, "mark"))
     planes = np.stack([grid == mark, grid == 3 - mark])
     legal = grid[0] == 0
-    logits = masked_logits(_NETWORK.layers, _NETWORK.params, planes, legal, _NETWORK.kernels)
+    with _one_blas_thread():
+        logits = masked_logits(_NETWORK.layers, _NETWORK.params, planes, legal, _NETWORK.kernels)
     return best_legal_column(logits, legal)
 '''
 
@@ -99,7 +117,7 @@ def kaggle_source(weights: WeightsFile) -> str:
         'connectx_gym.weights below. Plays the legal column with the highest logit.\n"""\n\n'
     )
     wrapped = "\n".join(encoded[i : i + 96] for i in range(0, len(encoded), 96))
-    imports = "import base64\n\n"
+    imports = "import base64\nimport contextlib\n\n"
     return (
         f'{header}{body}\n\n\n{imports}_WEIGHTS = """\n{wrapped}\n"""\n\n{_AGENT_SOURCE.lstrip()}'
     )

@@ -10,7 +10,8 @@ imports (Kaggle's Python image has it), the file compiles the kernels when it is
 :mod:`connectx_gym._jit` compiles them here; without numba (or on a board beyond 64 bits) they run
 as plain Python and ``solver_nodes`` is not used (plain Python proves about 5,000 nodes a second: a
 leaf's proof would take the whole move), which the agent says once on standard error. Where
-threadpoolctl imports, a move's search holds numpy's BLAS to one thread. Its ``agent`` plays the
+threadpoolctl imports, a move's search holds numpy's BLAS to one thread (as the network's file
+does). Its ``agent`` plays the
 spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's budget and at
 most half of Kaggle's ``actTimeout``, its leaves scored as the spec's are (the network's value, or
 random games) and, with the solver, first offered to it as
@@ -184,23 +185,6 @@ elif _SOLVER_NODES is not None:
     print(f"{{_WHY}}: the search runs without its solver", file=sys.stderr)
 
 
-def _one_blas_thread():
-    """A block in which numpy's BLAS uses one thread, where threadpoolctl imports (Kaggle's image
-    has it): one batch of leaves is too small for a second thread to pay, and a second thread
-    that waits for a busy core makes the move's search several times slower."""
-    if _BLAS is None:
-        return contextlib.nullcontext()
-    return _BLAS.limit(limits=1, user_api="blas")
-
-
-try:
-    from threadpoolctl import ThreadpoolController
-
-    _BLAS = ThreadpoolController()
-except ImportError:
-    _BLAS = None
-
-
 def _evaluate(planes):
     if _VALUE_LEAVES:  # the leaves scored by the network's value head, not by random games
         return _NETWORK.logits_and_values(planes)
@@ -328,7 +312,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         "it imports, else run as plain Python (without the solver).\n"
         '"""\n\n'
     )
-    imports = "".join(f"import {name}\n" for name in ("contextlib", "math", "sys", "time", "types"))
+    imports = "".join(f"import {name}\n" for name in ("math", "sys", "time", "types"))
     imports += "from typing import NamedTuple\n\n"
     return header + base[header_end:agent_start] + "\n" + imports + agent.lstrip()
 

@@ -97,12 +97,45 @@ def test_exported_file_is_self_contained(tmp_path: Path) -> None:
             imported |= {alias.name.split(".")[0] for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add((node.module or "").split(".")[0])
-    assert imported <= STANDARD_LIBRARY | {"numpy"}
+    assert imported <= STANDARD_LIBRARY | {"numpy", "threadpoolctl"}
+    # threadpoolctl only where it imports: its import opens a try that falls back on ImportError
+    guarded = [
+        node
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Try) and isinstance(node.body[0], ast.ImportFrom)
+    ]
+    assert [node.body[0].module for node in guarded] == ["threadpoolctl"]  # type: ignore[attr-defined]
+    assert [handler.type.id for handler in guarded[0].handlers] == ["ImportError"]  # type: ignore[union-attr]
     functions = [node.name for node in tree.body if isinstance(node, ast.FunctionDef)]
     assert functions[-1] == "agent"  # Kaggle calls the file's last function
     module = load_module(exported)
     with pytest.raises(ValueError, match="another board size"):
         module.agent({"board": [0] * 20, "mark": 1}, {"rows": 4, "columns": 5, "inarow": 4})
+
+
+def test_a_move_holds_blas_to_one_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A second BLAS thread that waits for a busy core makes a move several times slower: the
+    network's products run on one thread, and the file plays without threadpoolctl too."""
+    threadpoolctl = pytest.importorskip("threadpoolctl")
+    exported = export_kaggle("ppo", tmp_path / "main.py")
+    module = load_module(exported)
+    seen: list[int] = []
+    masked_logits = module.masked_logits
+
+    def watched(*arguments):
+        pools = threadpoolctl.threadpool_info()
+        seen.append(max(pool["num_threads"] for pool in pools if pool["user_api"] == "blas"))
+        return masked_logits(*arguments)
+
+    monkeypatch.setattr(module, "masked_logits", watched)
+    config = {"rows": 6, "columns": 7, "inarow": 4}
+    empty = {"board": [0] * 42, "mark": 1}
+    assert module.agent(empty, config) == 3
+    assert seen == [1]
+    monkeypatch.setitem(sys.modules, "threadpoolctl", None)  # its import fails
+    plain = load_module(exported)
+    assert plain._BLAS is None
+    assert plain.agent(empty, config) == 3
 
 
 def test_export_rejects_bad_inputs(tmp_path: Path) -> None:
