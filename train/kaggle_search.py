@@ -10,11 +10,10 @@ imports (Kaggle's Python image has it), the file compiles the kernels when it is
 :mod:`connectx_gym._jit` compiles them here; without numba (or on a board beyond 64 bits) they run
 as plain Python and ``solver_nodes`` is not used (plain Python proves about 5,000 nodes a second: a
 leaf's proof would take the whole move), which the agent says once on standard error. Where
-threadpoolctl imports, a move's search holds numpy's BLAS to one thread (as the network's file
-does). Its ``agent`` plays the
-spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`) within the spec's budget and at
-most half of Kaggle's ``actTimeout``, its leaves scored as the spec's are (the network's value, or
-random games) and, with the solver, first offered to it as
+threadpoolctl imports, a move's search holds numpy's BLAS to one thread, as the network's file
+does. Its ``agent`` plays the spec's PUCT search (:class:`connectx_baselines.mcts.MCTSPolicy`)
+within the spec's budget and at most half of Kaggle's ``actTimeout``, its leaves scored as the
+spec's are (the network's value, or random games) and, with the solver, first offered to it as
 :class:`connectx_baselines.mcts.LeafProver` offers them.
 """
 
