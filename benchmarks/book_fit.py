@@ -23,10 +23,12 @@ import sys
 import numpy as np
 from _machine import machine_line
 
+from connectx_baselines.mcts import load_network
+from connectx_baselines.perfect_play import judge_moves
 from connectx_baselines.teacher_book import BOOKS, load_book
 from connectx_baselines.teacher_labels import ILLEGAL, TeacherSet
 from connectx_gym.bitboard import Geometry
-from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, one_blas_thread, shipped_weights
+from connectx_gym.files import one_blas_thread
 from connectx_gym.match import wilson_interval
 from connectx_gym.weights import WeightsFile
 from connectx_train.teacher import move_planes
@@ -36,22 +38,22 @@ BATCH = 1024
 
 
 def network(spec: str) -> WeightsFile:
-    """The weights of a shipped network's name or of a weights-only ``.npz``."""
-    return load_weights(shipped_weights(spec) if spec in SHIPPED_WEIGHTS else spec)
+    """The weights of a registered network (``ppo``) or of a model file, as ``mcts:net=`` reads
+    them."""
+    return load_network(spec)[0]
 
 
 def mistakes(weights: WeightsFile, book: TeacherSet) -> np.ndarray:
-    """Per position of ``book``: whether the network's move loses value."""
+    """Per position of ``book``: whether the network's move loses value, judged by
+    :func:`connectx_baselines.perfect_play.judge_moves` from the book's game values."""
     planes = move_planes(book.geometry, book.moves).astype(np.float32)
     with one_blas_thread():
         logits = np.concatenate(
             [weights.logits(planes[start : start + BATCH]) for start in range(0, len(book), BATCH)]
         )
-    values = book.values.astype(np.int16)
-    legal = values != ILLEGAL
+    legal = book.values != ILLEGAL
     chosen = np.where(legal, np.nan_to_num(logits, nan=-np.inf), -np.inf).argmax(axis=1)
-    best = np.where(legal, values, -2).max(axis=1)
-    return values[np.arange(len(book)), chosen] < best
+    return judge_moves(np.where(legal, book.values, np.nan), chosen)[0]
 
 
 def rate(flags: np.ndarray) -> str:
@@ -64,7 +66,7 @@ def rate(flags: np.ndarray) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("nets", nargs="+", help="shipped network names or weights .npz files")
+    parser.add_argument("nets", nargs="+", help="registered networks (ppo) or model files")
     parser.add_argument("--books", nargs="+", choices=sorted(BOOKS), default=sorted(BOOKS))
     parser.add_argument(
         "--limit", type=int, default=None, help="the first N positions of each book (default: all)"
