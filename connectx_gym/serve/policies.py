@@ -75,6 +75,9 @@ MAX_LEAVES_PLAIN = 200_000
 #: steps: at most this (6x7 is 100842, about a second; 6x8 fits, 7x9 does not).
 KAGGLE_NEGAMAX_WORK = 250_000
 MAX_SPEC_LENGTH = 300
+#: The strongest opponent the package ships, offered after the searches led by each network: the
+#: shipped network's search with the exact solver proving its leaves of 16 stones or more.
+STRONGEST_SEARCH = "mcts:net=ppo,solver_nodes=20000"
 #: Saved agents the page may load (``.zip`` unpickles, so it is never served).
 SERVED_SUFFIXES = (".npz", ".py")
 
@@ -103,18 +106,19 @@ def list_models(models: Path | None) -> list[str]:
 
 
 def opponent_choices(models: Path | None) -> list[dict[str, Any]]:
-    """The opponents the page offers, networks first: the shipped weights (``ppo`` first) and a
-    search guided by them (``mcts:net=ppo``), the ``.npz`` networks under ``models``, the other
-    registered policies, then the ``.py`` agents under ``models``. Each is ``{"spec", "kind"}``
-    (``network``, ``policy`` or ``agent``), registered ones with ``parameters``: a list of
-    ``{"name", "default"}`` (``"required": true`` for one without a default), or None where the
-    registry cannot tell."""
+    """The opponents the page offers, networks first: the shipped weights (``ppo`` first), a
+    search guided by each (``mcts:net=ppo``) and :data:`STRONGEST_SEARCH`, the ``.npz`` networks
+    under ``models``, the other registered policies, then the ``.py`` agents under ``models``.
+    Each is ``{"spec", "kind"}`` (``network``, ``policy`` or ``agent``), registered ones with
+    ``parameters``: a list of ``{"name", "default"}`` (``"required": true`` for one without a
+    default), or None where the registry cannot tell."""
     names = [name for name in list_policies() if name != "file"]
     shipped = sorted(SHIPPED_WEIGHTS, key=lambda name: name != "ppo")
     saved = list_models(models)
+    searches = [f"mcts:net={name}" for name in shipped] + [STRONGEST_SEARCH]
     networks: list[dict[str, Any]] = [
         *({"spec": name, "kind": "network"} for name in shipped if name in names),
-        *({"spec": f"mcts:net={name}", "kind": "network"} for name in shipped if "mcts" in names),
+        *({"spec": spec, "kind": "network"} for spec in searches if "mcts" in names),
         *({"spec": name, "kind": "network"} for name in saved if name.lower().endswith(".npz")),
     ]
     others = [

@@ -17,6 +17,7 @@ from connectx_gym.registry import make_policy
 from connectx_gym.serve import create_app
 from connectx_gym.serve.app import close_app
 from connectx_gym.serve.network import NO_VALUE_HEAD, VALUE_NOTE
+from connectx_gym.serve.policies import STRONGEST_SEARCH
 from tests.baselines.test_mcts_value import square_network
 
 #: the networks the page offers first: the shipped ones, newest first, then a search led by each
@@ -29,6 +30,7 @@ SHIPPED_CHOICES = [
     "mcts:net=ppo-v3",
     "mcts:net=ppo-v2",
     "mcts:net=ppo-v1",
+    "mcts:net=ppo,solver_nodes=20000",
 ]
 
 AGENT = """
@@ -97,6 +99,19 @@ def test_every_choice_is_an_opponent_the_server_plays(client) -> None:
             "/api/move", json={**position([3]), "mark": 2, "opponent": choice["spec"]}
         )
         assert answer.status_code == 200, (choice, answer.get_json())
+
+
+def test_the_strongest_search_offered_plays_and_shows_its_networks_view(client) -> None:
+    # 16 stones, the solver's threshold: the search's leaves are proven where it reaches
+    moves = [4, 5, 0, 5, 3, 3, 4, 2, 6, 0, 1, 2, 3, 2, 0, 0]
+    body = {**position(moves), "opponent": STRONGEST_SEARCH}
+    answer = client.post("/api/move", json={**body, "mark": 1})
+    assert answer.status_code == 200, answer.get_json()
+    assert answer.get_json()["column"] in Board.from_moves(Geometry(), moves).legal_moves()
+    view = client.post("/api/network", json=body).get_json()
+    assert view["network"] is not None
+    expected = make_policy("ppo").probabilities(Board.from_moves(Geometry(), moves))
+    np.testing.assert_allclose(np.array(view["probabilities"], float), expected, atol=1e-4)
 
 
 @pytest.mark.parametrize("opponent", ["ppo-v1", "nets/mine.npz", "ppo-v1~0.5", "mcts:net=ppo-v1"])
