@@ -14,6 +14,9 @@ import pytest
 
 pytest.importorskip("sb3_contrib")
 
+import torch
+from stable_baselines3.common.vec_env import DummyVecEnv
+
 from connectx_gym import Board, Geometry
 from connectx_gym.env import ConnectXEnv
 from connectx_gym.files import save_weights
@@ -35,7 +38,7 @@ def load_module(path: Path) -> ModuleType:
 
 def random_positions(geometry: Geometry, count: int, seed: int) -> list[Board]:
     rng = np.random.default_rng(seed)
-    positions = []
+    positions: list[Board] = []
     while len(positions) < count:
         board = Board(geometry, 0, 0, 0)
         for _ in range(rng.integers(0, geometry.cells)):
@@ -49,10 +52,13 @@ def random_positions(geometry: Geometry, count: int, seed: int) -> list[Board]:
 
 def make_model(tmp_path: Path, rows: int, columns: int, inarow: int, seed: int):
     config = TrainConfig(rows=rows, columns=columns, inarow=inarow, seed=seed)
-    model = new_model(config, ConnectXEnv(rows, columns, inarow), tmp_path)
+    env = DummyVecEnv([lambda: ConnectXEnv(rows, columns, inarow)])
+    model = new_model(config, env, tmp_path)
     # A fresh network has near-uniform logits; spread them so that argmaxes are well separated.
-    with __import__("torch").no_grad():
-        model.policy.action_net.weight.mul_(40)
+    action_net = model.policy.action_net
+    assert isinstance(action_net, torch.nn.Linear)
+    with torch.no_grad():
+        action_net.weight.mul_(40)
     return model
 
 
