@@ -10,7 +10,6 @@ use of exact scores: :mod:`connectx_train.teacher`.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -22,32 +21,36 @@ from connectx_gym.env import check_opening_plies, quiet_opening_plies
 from connectx_gym.outputs import write_text_atomically
 from connectx_gym.ray_executor import check_address
 from connectx_train.config_types import (
-    BOARD,
     DEFAULT_OPENING_PLIES,
     DEVICES,
     EVALUATION,
-    MAX_COUNT,
     MAX_REPEATS,
     MAX_TRAIN_SEED,
     MAX_WIDTH,
     NETWORK,
     OPPONENTS,
     PERFORMANCE,
-    PPO,
     PRECISIONS,
+    REPORT_SPLITS,
     RUN,
     TEACHER,
     TEACHER_LABELS,
     VEC_ENVS,
     OnResume,
+    board_setting,
     check_init_weights,
     check_rollout,
     check_setting,
     check_setting_type,
+    count_setting,
     declaration,
+    machine_setting,
+    network_setting,
     parse_mixture,
     parse_teacher_books,
+    ppo_setting,
     setting,
+    share_setting,
     upgrade_saved_settings,
 )
 from connectx_train.presets import PRESETS
@@ -64,27 +67,12 @@ __all__ = [
 FREE, CHANGES, FIXED = OnResume.FREE, OnResume.CHANGES, OnResume.FIXED
 
 
-def _count(default: int, help: str, group: str, on_resume: OnResume, low: int = 1) -> Any:
-    return setting(default, help=help, group=group, on_resume=on_resume, bounds=(low, MAX_COUNT))
-
-
-_ppo = functools.partial(setting, group=PPO, on_resume=FIXED)
-_network = functools.partial(setting, group=NETWORK, on_resume=FIXED)
-_board = functools.partial(setting, group=BOARD, on_resume=FIXED)
-#: where and how fast the run computes, nothing it learns
-_machine = functools.partial(setting, group=PERFORMANCE, on_resume=FREE)
-
-
-def _share(default: float, help: str, group: str = OPPONENTS) -> Any:
-    return setting(default, help=help, group=group, on_resume=CHANGES, bounds=(0, 1))
-
-
 @dataclass
 class TrainConfig:
     """Hyper-parameters and settings of a MaskablePPO training run (see the module docstring)."""
 
     # run and output
-    timesteps: int = _count(
+    timesteps: int = count_setting(
         300_000, "total environment steps (agent moves) to train for", RUN, CHANGES
     )
     seed: int = setting(
@@ -116,7 +104,7 @@ class TrainConfig:
         on_resume=FREE,
         bounds=(0, 10**6),
     )
-    checkpoint_every: int = _count(50_000, "steps between checkpoints", RUN, CHANGES)
+    checkpoint_every: int = count_setting(50_000, "steps between checkpoints", RUN, CHANGES)
     progress_bar: bool = setting(
         True,
         help="show PPO's progress bar when the output is a terminal (into a file or a pipe, and "
@@ -125,9 +113,9 @@ class TrainConfig:
         on_resume=FREE,
     )
     # board
-    rows: int = _board(6, help="board rows", bounds=(1, MAX_SIDE))
-    columns: int = _board(7, help="board columns", bounds=(1, MAX_SIDE))
-    inarow: int = _board(4, help="discs in a row needed to win", bounds=(1, MAX_SIDE))
+    rows: int = board_setting(6, help="board rows", bounds=(1, MAX_SIDE))
+    columns: int = board_setting(7, help="board columns", bounds=(1, MAX_SIDE))
+    inarow: int = board_setting(4, help="discs in a row needed to win", bounds=(1, MAX_SIDE))
     # opponents and curriculum
     opponent: tuple[str, ...] = setting(
         (),
@@ -162,7 +150,7 @@ class TrainConfig:
         max_items=MAX_REPEATS,
         check=parse_mixture,
     )
-    advance_threshold: float = _share(0.8, "recent win rate against a stage that moves it on")
+    advance_threshold: float = share_setting(0.8, "recent win rate that moves a stage on")
     advance_window: int = setting(
         400,
         help="episodes against the current stage in the win rate",
@@ -170,8 +158,8 @@ class TrainConfig:
         on_resume=CHANGES,
         bounds=(1, 10**6),
     )
-    review_weight: float = _share(0.15, "share of games against earlier stages")
-    selfplay_weight: float = _share(0.25, "share of games against snapshots of the agent")
+    review_weight: float = share_setting(0.15, "share of games against earlier stages")
+    selfplay_weight: float = share_setting(0.25, "share of games against snapshots of the agent")
     selfplay_from_stage: int = setting(
         1,
         help="first curriculum stage (0-based) with self-play",
@@ -179,7 +167,7 @@ class TrainConfig:
         on_resume=CHANGES,
         bounds=(0, MAX_REPEATS),
     )
-    snapshot_every: int = _count(
+    snapshot_every: int = count_setting(
         50_000, "steps between snapshots added to the self-play pool", OPPONENTS, CHANGES
     )
     pool_size: int = setting(
@@ -202,7 +190,7 @@ class TrainConfig:
         default_text=f"{DEFAULT_OPENING_PLIES}, or 2*inarow-3 (cells-2 at most) if fewer",
     )
     # teacher: the one place a run uses exact scores (--teacher-positions 0 turns it off)
-    teacher_positions: int = _count(
+    teacher_positions: int = count_setting(
         30_000,
         "positions labelled with their exact move values by the solver "
         "(connectx_baselines.teacher_labels) to teach the policy by supervised learning before "
@@ -286,25 +274,25 @@ class TrainConfig:
         bounds=(0, MAX_WIDTH),
     )
     # PPO: its checkpoint holds them
-    n_steps: int = _ppo(64, help="steps per env per rollout", bounds=(1, 10**6))
-    batch_size: int = _ppo(256, help="minibatch size", bounds=(2, 10**7))
-    n_epochs: int = _ppo(4, help="passes over each rollout", bounds=(1, MAX_REPEATS))
-    learning_rate: float = _ppo(
+    n_steps: int = ppo_setting(64, help="steps per env per rollout", bounds=(1, 10**6))
+    batch_size: int = ppo_setting(256, help="minibatch size", bounds=(2, 10**7))
+    n_epochs: int = ppo_setting(4, help="passes over each rollout", bounds=(1, MAX_REPEATS))
+    learning_rate: float = ppo_setting(
         5e-4, help="Adam learning rate at the start", bounds=(0, 1), low_excluded=True
     )
-    final_learning_rate: float = _ppo(
+    final_learning_rate: float = ppo_setting(
         1e-4, help="learning rate at the end (linear decay)", bounds=(0, 1), low_excluded=True
     )
-    gamma: float = _ppo(0.99, help="discount factor", bounds=(0, 1))
-    gae_lambda: float = _ppo(0.95, help="GAE lambda", bounds=(0, 1))
-    clip_range: float = _ppo(0.2, help="PPO clip range", bounds=(0, 1), low_excluded=True)
-    ent_coef: float = _ppo(0.01, help="entropy bonus coefficient", bounds=(0, 1))
-    vf_coef: float = _ppo(0.5, help="value loss coefficient", bounds=(0, 100))
-    max_grad_norm: float = _ppo(
+    gamma: float = ppo_setting(0.99, help="discount factor", bounds=(0, 1))
+    gae_lambda: float = ppo_setting(0.95, help="GAE lambda", bounds=(0, 1))
+    clip_range: float = ppo_setting(0.2, help="PPO clip range", bounds=(0, 1), low_excluded=True)
+    ent_coef: float = ppo_setting(0.01, help="entropy bonus coefficient", bounds=(0, 1))
+    vf_coef: float = ppo_setting(0.5, help="value loss coefficient", bounds=(0, 100))
+    max_grad_norm: float = ppo_setting(
         0.5, help="gradient clipping norm", bounds=(0, 10**6), low_excluded=True
     )
     # network: its checkpoint holds it
-    init_weights: str = _network(
+    init_weights: str = network_setting(
         "",
         help="start from these weights instead of a fresh network: a shipped network's name "
         "(ppo, ppo-v1) or a weights-only .npz of the same network settings (--channels, "
@@ -313,12 +301,14 @@ class TrainConfig:
         metavar="WEIGHTS",
         default_text="'': a fresh network",
     )
-    channels: int = _network(64, help="channels of the CNN's convolutions", bounds=(1, 1024))
-    blocks: int = _network(2, help="residual blocks after the stem convolution", bounds=(0, 64))
-    features_dim: int = _network(
+    channels: int = network_setting(64, help="channels of the CNN's convolutions", bounds=(1, 1024))
+    blocks: int = network_setting(
+        2, help="residual blocks after the stem convolution", bounds=(0, 64)
+    )
+    features_dim: int = network_setting(
         128, help="size of the dense layer over the board", bounds=(1, MAX_WIDTH)
     )
-    vf_layers: tuple[int, ...] = _network(
+    vf_layers: tuple[int, ...] = network_setting(
         (64,),
         help="hidden layers of the value head, their sizes",
         bounds=(1, MAX_WIDTH),
@@ -342,14 +332,23 @@ class TrainConfig:
         on_resume=CHANGES,
         max_items=MAX_REPEATS,
     )
-    eval_every: int = _count(
+    eval_every: int = count_setting(
         100_000, "steps between panel evaluations (0: only at the end)", EVALUATION, CHANGES, 0
     )
-    eval_games: int = _count(
+    eval_games: int = count_setting(
         40, "games per panel opponent in periodic evaluations", EVALUATION, CHANGES
     )
-    final_games: int = _count(
+    final_games: int = count_setting(
         200, "games per panel opponent in the final report", EVALUATION, CHANGES
+    )
+    report_split: str = setting(
+        "test",
+        help="split of the shipped labelled positions whose mistake rates the final report "
+        "gives: 'test', or 'dev' (what the periodic evaluations read) for an experiment that "
+        "decides on the dev split and reads the test split only once, afterwards",
+        group=EVALUATION,
+        on_resume=FREE,
+        choices=REPORT_SPLITS,
     )
     # performance
     n_envs: int = setting(
@@ -366,7 +365,7 @@ class TrainConfig:
         on_resume=CHANGES,
         choices=VEC_ENVS,
     )
-    torch_threads: int = _machine(
+    torch_threads: int = machine_setting(
         2,
         help="torch CPU threads of the learner (0: torch's default); numpy's BLAS is held to one "
         "thread during the run, so the two thread pools do not fight over the cores",
@@ -383,14 +382,14 @@ class TrainConfig:
         on_resume=CHANGES,
         choices=PRECISIONS,
     )
-    device: str = _machine(
+    device: str = machine_setting(
         "auto",
         help="where the network computes (teacher passes, PPO updates, the rollouts' forward "
         "passes): 'cpu', 'cuda' (the first GPU) or 'auto' (the GPU when torch sees one, else the "
         "CPU); opponents, self-play snapshots and labelling stay on the CPU",
         choices=DEVICES,
     )
-    ray: str = _machine(
+    ray: str = machine_setting(
         "",
         help="label the teacher positions as Ray tasks and, with --vec-env batched, play the "
         "rollouts' env slices on Ray actors, with a local run's results: the "

@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import enum
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import Field, dataclass, field
@@ -58,6 +59,7 @@ __all__ = [
     "PERFORMANCE",
     "PPO",
     "PRECISIONS",
+    "REPORT_SPLITS",
     "RUN",
     "SETTING",
     "TEACHER",
@@ -67,15 +69,21 @@ __all__ = [
     "OnResume",
     "Setting",
     "argument_type",
+    "board_setting",
     "check_init_weights",
     "check_rollout",
     "check_setting",
     "check_setting_type",
+    "count_setting",
     "declaration",
     "format_teacher_books",
+    "machine_setting",
+    "network_setting",
     "parse_mixture",
     "parse_teacher_books",
+    "ppo_setting",
     "setting",
+    "share_setting",
     "upgrade_saved_books",
     "upgrade_saved_settings",
 ]
@@ -88,6 +96,8 @@ TEACHER_LABELS = ("shipped", "label")
 PRECISIONS = ("auto", "bf16", "fp32")
 #: the choices of ``--device``
 DEVICES = ("auto", "cpu", "cuda")
+#: the choices of ``--report-split``: splits of the shipped labelled positions
+REPORT_SPLITS = ("test", "dev")
 #: random stones before each training game when ``opening_plies`` is unset (capped by the board)
 DEFAULT_OPENING_PLIES = 4
 #: the largest seed (numpy's global seed, which SB3 sets, takes 32 bits; the run adds offsets)
@@ -235,6 +245,24 @@ def setting(
     if isinstance(default, tuple):
         return field(default_factory=lambda: default, metadata=metadata)
     return field(default=default, metadata=metadata)
+
+
+def count_setting(default: int, help: str, group: str, on_resume: OnResume, low: int = 1) -> Any:
+    """A count of ``low`` to :data:`MAX_COUNT` (steps, games, positions)."""
+    return setting(default, help=help, group=group, on_resume=on_resume, bounds=(low, MAX_COUNT))
+
+
+def share_setting(default: float, help: str, group: str = OPPONENTS) -> Any:
+    """A share from 0 to 1 that a ``--resume`` may change (of games, of a win rate)."""
+    return setting(default, help=help, group=group, on_resume=OnResume.CHANGES, bounds=(0, 1))
+
+
+#: Settings that shape what a run learns, fixed for its life: PPO's, the network's, the board's.
+ppo_setting = functools.partial(setting, group=PPO, on_resume=OnResume.FIXED)
+network_setting = functools.partial(setting, group=NETWORK, on_resume=OnResume.FIXED)
+board_setting = functools.partial(setting, group=BOARD, on_resume=OnResume.FIXED)
+#: Where and how fast the run computes, nothing it learns.
+machine_setting = functools.partial(setting, group=PERFORMANCE, on_resume=OnResume.FREE)
 
 
 def declaration(f: Field[Any]) -> Setting:

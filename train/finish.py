@@ -195,8 +195,9 @@ def play_final_panel(
 ) -> dict[str, Any]:
     """The final panel of ``weights``: ``config.final_games`` deterministic games against each
     of ``config.panel`` (a progress line with the time left), then the mistake rates on the
-    shipped labelled positions' test split; ``{"games", "results", "perfect_play",
-    "seconds"}``. ``check_stop()`` is called after each opponent."""
+    shipped labelled positions' split ``config.report_split`` (the test split unless told);
+    ``{"games", "results", "perfect_play", "seconds"}``. ``check_stop()`` is called after each
+    opponent."""
     started = time.perf_counter()
     results: dict[str, Any] = {}
     progress = EtaLog(log, len(config.panel))
@@ -212,7 +213,7 @@ def play_final_panel(
     return {
         "games": config.final_games,
         "results": results,
-        "perfect_play": perfect_play_rates(weights, "test"),
+        "perfect_play": perfect_play_rates(weights, config.report_split),
         "seconds": time.perf_counter() - started,
     }
 

@@ -23,7 +23,6 @@ __all__ = ["MISTAKE_LABEL", "learning_curves_figure", "plot_learning_curves", "s
 
 #: the legend label of the periodic mistake-rate curve (``eval/mistake_rate_dev`` in TensorBoard)
 MISTAKE_LABEL = "mistake rate (dev split)"
-_FINAL_MISTAKE_LABEL = "mistake rate (test split, final)"
 _MISTAKE_COLOUR = "black"
 
 
@@ -95,7 +94,7 @@ def _draw_mistake_rates(
     axis: Axes, evaluations: list[dict[str, Any]], perfect: dict[str, Any] | None, end: int
 ) -> None:
     """The periodic dev-split mistake rate with its 95% band where logged, and the final
-    test-split rate with its interval."""
+    report's rate (the test split unless the run said otherwise) with its interval."""
     from matplotlib.ticker import PercentFormatter
 
     logged = [e for e in evaluations if "mistake_rate" in e]
@@ -131,7 +130,7 @@ def _draw_mistake_rates(
             capsize=3,
             linestyle="none",
             color="tab:red",
-            label=_FINAL_MISTAKE_LABEL,
+            label=f"mistake rate ({perfect.get('split', 'test')} split, final)",
         )
     axis.set_ylabel("mistakes against\nperfect play")
     axis.set_ylim(bottom=0)

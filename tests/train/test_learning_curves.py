@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 pytest.importorskip("matplotlib")
@@ -87,7 +88,15 @@ def test_the_mistake_rate_has_its_panel_with_its_interval() -> None:
     assert "95% CI (dev split)" in labels
     assert "mistake rate (test split, final)" in labels
     (line,) = [line for line in mistakes.get_lines() if line.get_label() == MISTAKE_LABEL]
-    assert list(line.get_ydata()) == pytest.approx([0.3, 0.2, 0.1])
+    assert np.asarray(line.get_ydata(), dtype=float).tolist() == pytest.approx([0.3, 0.2, 0.1])
+
+
+def test_the_final_rate_is_labelled_with_the_split_the_report_read() -> None:
+    report = synthetic_report()
+    report["perfect_play"]["split"] = "dev"  # connectx train --report-split dev
+    labels = learning_curves_figure(report).axes[2].get_legend_handles_labels()[1]
+    assert "mistake rate (dev split, final)" in labels
+    assert "mistake rate (test split, final)" not in labels
 
 
 def test_a_board_without_labelled_positions_has_two_panels() -> None:

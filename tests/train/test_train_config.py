@@ -190,7 +190,9 @@ def test_settings_added_later_come_from_their_declarations() -> None:
 
 def test_learning_settings_leave_out_what_shapes_nothing_the_run_learns() -> None:
     one_command = {"out", "resume", "max_minutes", "progress_bar", "torch_threads", "device"}
-    free = one_command | {"teacher_workers", "average_weights", "teacher_labels", "ray"}
+    # the final report's split is read after the last step and shapes no weights
+    reported = {"report_split"}
+    free = one_command | reported | {"teacher_workers", "average_weights", "teacher_labels", "ray"}
     assert settings_on_resume(OnResume.FREE) == free
     settings = TrainConfig().learning_settings()
     assert set(settings) == {f.name for f in SETTINGS} - free
