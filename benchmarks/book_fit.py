@@ -11,6 +11,10 @@ go to the lowest column. Printed with 95% Wilson intervals::
     python benchmarks/book_fit.py ppo ppo-v3
     python benchmarks/book_fit.py runs/x/final.npz --books opening random_opening --limit 5000
     python benchmarks/book_fit.py ppo --smoke       # the first 200 positions of each book
+    python benchmarks/book_fit.py runs/x/final.npz --books random_opening --skip 10000
+
+``--skip N`` leaves out each book's first N positions: a run taught a book's head with
+``--teacher-book NAME:COPIES:N`` is read on its tail, positions it never saw.
 
 The forward passes run on one BLAS thread, in batches.
 """
@@ -71,12 +75,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--limit", type=int, default=None, help="the first N positions of each book (default: all)"
     )
+    parser.add_argument(
+        "--skip", type=int, default=0, help="leave out each book's first N positions (default: 0)"
+    )
     parser.add_argument("--smoke", action="store_true", help="the first 200 positions of each book")
     args = parser.parse_args(argv)
     if args.smoke:
         args.limit = min(args.limit or 200, 200)
     if args.limit is not None and args.limit < 1:
         parser.error(f"--limit must be at least 1, got {args.limit}")
+    if args.skip < 0:
+        parser.error(f"--skip must be at least 0, got {args.skip}")
     try:
         nets = {spec: network(spec) for spec in args.nets}
     except (OSError, ValueError) as error:
@@ -88,8 +97,14 @@ def main(argv: list[str] | None = None) -> int:
         if book is None:
             print(f"{name}: no book for {geometry}")
             continue
-        if args.limit is not None:
-            book = TeacherSet(geometry, book.moves[: args.limit], book.values[: args.limit], {})
+        end = None if args.limit is None else args.skip + args.limit
+        if args.skip or end is not None:
+            book = TeacherSet(
+                geometry, book.moves[args.skip : end], book.values[args.skip : end], {}
+            )
+        if len(book) == 0:
+            print(f"\n{name} book: no positions after the first {args.skip:,}")
+            continue
         stones = (book.moves >= 0).sum(axis=1)
         print(f"\n{name} book ({len(book):,} positions of {stones.min()} to {stones.max()} stones)")
         for spec, weights in nets.items():

@@ -50,8 +50,21 @@ def test_a_bad_limit_or_network_is_one_line(
     benchmark_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
 ) -> None:
     book_fit = benchmark_script("book_fit.py")
-    for argv in (["ppo", "--limit", "0"], ["no/such/net.npz"]):
+    for argv in (["ppo", "--limit", "0"], ["ppo", "--skip", "-1"], ["no/such/net.npz"]):
         with pytest.raises(SystemExit) as stop:
             book_fit.main(argv)
         assert stop.value.code == 2
         assert "Traceback" not in capsys.readouterr().err
+
+
+def test_skip_reads_the_tail_a_run_taught_the_head_never_saw(
+    benchmark_script: Callable[[str], ModuleType], capsys: pytest.CaptureFixture[str]
+) -> None:
+    book_fit = benchmark_script("book_fit.py")
+    book = load_book(GEOMETRY, BOOKS["random_opening"].file)
+    assert book is not None
+    skip = len(book) - 150
+    assert book_fit.main(["ppo", "--books", "random_opening", "--skip", str(skip)]) == 0
+    assert "random_opening book (150 positions" in capsys.readouterr().out
+    assert book_fit.main(["ppo", "--books", "random_opening", "--skip", str(len(book))]) == 0
+    assert f"no positions after the first {len(book):,}" in capsys.readouterr().out
