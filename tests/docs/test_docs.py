@@ -6,8 +6,9 @@ Blocks run page by page, in order, in a temporary folder that holds ``runs/conne
 one beside it, ``../shared`` (Pascal Pons' positions). Python blocks are executed in a fresh
 namespace each; shell blocks run in bash with ``connectx`` standing for ``python -m
 connectx_gym.cli`` in a quick mode: ``train`` gets a few hundred steps of a tiny network,
-``evaluate``/``tournament`` a few games, ``serve`` starts in the background on a free port (the
-page's ``:8000`` points there) and ``play`` reads ``q``; ``python benchmarks/X.py`` gets
+``evaluate``/``tournament`` a few games, ``accuracy --pons`` a few positions of each set,
+``serve`` starts in the background on a free port (the page's ``:8000`` points there) and
+``play`` reads ``q``; ``python benchmarks/X.py`` gets
 ``--smoke`` (with no arguments that is tests/benchmarks' own smoke run, so it only checks the
 script is there). A block preceded by ``<!-- skip: reason -->`` is not run (the count is bounded
 below); ``<!-- requires: module ... -->`` runs it only where those modules are installed.
@@ -51,6 +52,9 @@ DATE = re.compile(
     r"October|November|December)\s+(?:\d{1,2},?\s+)?20\d\d\b",
 )
 
+#: the most positions of each Pons set that ``connectx accuracy --pons DIR --limit N`` judges in
+#: quick mode
+QUICK_PONS_LIMIT = 5
 #: what ``connectx train`` gets in quick mode (later flags override the block's own)
 QUICK_TRAIN = [
     "--timesteps", "256", "--n-envs", "2", "--n-steps", "128", "--batch-size", "128",
@@ -72,6 +76,9 @@ if command == "train":
     argv += QUICK_TRAIN
 elif command in ("evaluate", "tournament") and "--games" not in argv:
     argv += ["--games", "4"]
+elif command == "accuracy" and "--pons" in argv and "--limit" in argv:
+    at = argv.index("--limit") + 1  # each judged position is solved move by move: minutes at 200
+    argv[at] = str(min(int(argv[at]), QUICK_PONS_LIMIT))
 elif command == "serve":
     port = int(os.environ["DOCS_PORT"])
     log = open(os.environ["DOCS_SERVERS"] + ".log", "ab")  # not the caller's pipes
@@ -179,7 +186,12 @@ def _workspace(tmp_path: Path) -> Path:
     shim_dir = tmp_path / "bin"
     shim_dir.mkdir()
     shim = shim_dir / "connectx"
-    shim.write_text(f"#!{sys.executable}\n" + SHIM.replace("QUICK_TRAIN", repr(QUICK_TRAIN), 1))
+    shim.write_text(
+        f"#!{sys.executable}\n"
+        + SHIM.replace("QUICK_TRAIN", repr(QUICK_TRAIN), 1).replace(
+            "QUICK_PONS_LIMIT", str(QUICK_PONS_LIMIT), 1
+        )
+    )
     shim.chmod(0o755)
     # a script, not a link: a link to a venv's interpreter, outside the venv, finds no
     # pyvenv.cfg beside it and runs the base interpreter, without the venv's packages
