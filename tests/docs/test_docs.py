@@ -16,6 +16,7 @@ below); ``<!-- requires: module ... -->`` runs it only where those modules are i
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import importlib
 import importlib.util
@@ -334,22 +335,26 @@ def test_date_pattern_catches_dates() -> None:
     assert not DATE.search("1,001,472 steps in 26.9 minutes; 2,048 steps")
 
 
+def _subcommand(command: str) -> argparse.ArgumentParser:
+    """The parser of ``connectx COMMAND``, as ``connectx COMMAND --help`` prints it."""
+    action = next(a for a in build_parser(command)._actions if a.dest == "command")
+    assert isinstance(action.choices, dict)
+    return action.choices[command]
+
+
 @pytest.mark.parametrize("command", sorted(COMMANDS))
 def test_help_texts_are_undated(command: str) -> None:
-    parser = build_parser(command)
-    sub = next(a for a in parser._actions if a.dest == "command").choices[command]
-    text = sub.format_help()
+    text = _subcommand(command).format_help()
     assert DATE.findall(text) == []
     assert "session" not in text.lower()
 
 
 def test_train_help_is_grouped() -> None:
-    parser = build_parser("train")
-    sub = next(a for a in parser._actions if a.dest == "command").choices["train"]
+    sub = _subcommand("train")
     titles = [group.title for group in sub._action_groups]
     for title in ("run and output", "opponents and curriculum", "PPO", "network", "evaluation"):
         assert title in titles
-    assert any(title.startswith("teacher") for title in titles)
+    assert any(title and title.startswith("teacher") for title in titles)
     assert "performance" in titles
     text = sub.format_help()
     assert "minimax:depth=2@3+onestep" in text
