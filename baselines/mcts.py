@@ -58,6 +58,9 @@ __all__ = [
 
 #: Simulations a move runs when neither ``simulations`` nor ``time_budget`` is given.
 DEFAULT_SIMULATIONS = 1000
+#: PUCT's exploration constant with a network, over values in [-1, 1]: larger spends a small
+#: budget on moves the priors like and the backed-up values have already refuted.
+DEFAULT_C_PUCT = 1.0
 #: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
 KEEP_TREE_NODES = 1 << 16
 #: The fewest stones on a leaf that ``solver_nodes`` offers the solver (fewer: it rarely proves
@@ -148,7 +151,7 @@ class MCTSPolicy(Policy):
             (``"ppo"``, a ``.npz`` weights file, an SB3 ``.zip``); it plays only the board size
             it was trained on.
         uct_c: UCT's exploration constant (without ``net``; default 2).
-        c_puct: PUCT's exploration constant (with ``net``; default 4).
+        c_puct: PUCT's exploration constant (with ``net``; default :data:`DEFAULT_C_PUCT`).
         rollouts: random games that score each leaf, >= 1; 0 scores each leaf by the network's
             value instead (a ``net`` with a value head). Default: 0 for a ``net`` with a value
             head, else 1.
@@ -192,7 +195,9 @@ class MCTSPolicy(Policy):
         else:
             if uct_c is not None:
                 raise ValueError("uct_c applies to a search without a network: use c_puct")
-            self.exploration = _require_positive("c_puct", 4.0 if c_puct is None else c_puct)
+            self.exploration = _require_positive(
+                "c_puct", DEFAULT_C_PUCT if c_puct is None else c_puct
+            )
             self.batch = require_depth("batch", 8 if batch is None else batch)
         self.net = net
         self.weights: WeightsFile | None = None
