@@ -143,6 +143,22 @@ def test_default_budget() -> None:
     assert timed.time_budget == 0.2
 
 
+def test_a_network_search_defaults_to_c_puct_1() -> None:
+    # the default searches as c_puct=1 does, and not as 4 does (4 follows the priors further:
+    # after 3 3 2 it leaves five of the seven moves unvisited in 60 simulations)
+    board = Board.from_moves(Geometry(6, 7, 4), [3, 3, 2])
+
+    def visits(spec: str) -> np.ndarray:
+        policy = make_policy(spec)
+        assert isinstance(policy, MCTSPolicy)
+        return policy.search(board, np.random.default_rng(0))["visits"]
+
+    default = visits("mcts:net=ppo,simulations=60")
+    assert np.array_equal(default, visits("mcts:net=ppo,simulations=60,c_puct=1"))
+    assert not np.array_equal(default, visits("mcts:net=ppo,simulations=60,c_puct=4"))
+    assert MCTSPolicy(net="ppo").exploration == mcts.DEFAULT_C_PUCT == 1.0
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
