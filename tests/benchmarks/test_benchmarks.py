@@ -27,6 +27,7 @@ EXTRA = {
     "bench_solver.py": ["--pons-dir", str(PONS)],
     "gpu_check.py": ["--device", "cpu"],
     "book_fit.py": ["ppo"],
+    "book_play.py": ["ppo"],
 }
 NEEDS = {
     "book_fit.py": ["torch"],
@@ -51,6 +52,7 @@ TIMEOUT = {
 PRINTS = {
     "bench_forward.py": ["batch whole", "one piece / pieces of"],
     "book_fit.py": ["bfloat16", "GPU", "random_opening book", "ppo: ", "of 200"],
+    "book_play.py": ["bfloat16", "GPU", "random_opening book, positions", "ppo: ", "6 stones"],
     "bench_ray_rollouts.py": ["GPU", "2 Ray worker(s)", "projection", "64 workers"],
     "bench_ray_labels.py": [
         "GPU",
