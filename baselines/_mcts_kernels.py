@@ -171,14 +171,22 @@ def virtual_loss(ints, floats, node: int, sign: int) -> None:
 
 
 @helper
-def select_child(ints, floats, node: int, exploration: float, puct: bool) -> int:
+def select_child(
+    ints, floats, node: int, exploration: float, puct: bool, fpu_reduction: float
+) -> int:
     """The child of ``node`` of highest score: UCT (``Q + c sqrt(ln N / n)``, unvisited
-    children first) or PUCT (``Q + c P sqrt(N) / (1 + n)``, Q 0 when unvisited). Proven
-    children count their outcome as Q; lost ones are never chosen while another is not."""
+    children first) or PUCT (``Q + c P sqrt(N) / (1 + n)``). An unvisited child's Q in PUCT (its
+    first-play urgency) is 0, a draw, when ``fpu_reduction`` is NaN, else ``node``'s own Q for
+    the player choosing there less ``fpu_reduction``. Proven children count their outcome as Q;
+    lost ones are never chosen while another is not."""
     first = ints[node, FIRST_CHILD]
     parent_visits = max(ints[node, VISITS], 1)
     log_visits = math.log(parent_visits)
     root_visits = math.sqrt(parent_visits)
+    unvisited = 0.0
+    if puct and not math.isnan(fpu_reduction):
+        # node's value sum is for the player who chose node: the chooser here is the other one
+        unvisited = -floats[node, VALUE_SUM] / parent_visits - fpu_reduction
     best = first
     best_score = -math.inf
     for child in range(first, first + ints[node, CHILDREN]):
@@ -192,7 +200,7 @@ def select_child(ints, floats, node: int, exploration: float, puct: bool) -> int
             elif visits > 0:
                 value = floats[child, VALUE_SUM] / visits
             else:
-                value = 0.0
+                value = unvisited
             if puct:
                 score = value + exploration * floats[child, PRIOR] * root_visits / (1 + visits)
             elif visits == 0:
@@ -263,7 +271,7 @@ def uct_run(
             break
         node, here, stones, count = ROOT, current, mask, moves
         while ints[node, FIRST_CHILD] >= 0 and ints[node, OUTCOME] == UNKNOWN:
-            node = select_child(ints, floats, node, exploration, False)
+            node = select_child(ints, floats, node, exploration, False, math.nan)
             move = possible_moves(stones, d.bottom, d.board) & column_mask(
                 int(ints[node, COLUMN]), d.height
             )
@@ -297,9 +305,11 @@ def gather_leaves(
     leaf_current,
     leaf_mask,
     leaf_values,
+    fpu_reduction: float,
 ) -> int:
     """PUCT descents from the root until ``batch`` simulations are finished or wait for the
-    network's priors: each such leaf is expanded, rolled out when ``rollouts`` is not 0 (its
+    network's priors (unvisited children valued as :func:`select_child` says by
+    ``fpu_reduction``): each such leaf is expanded, rolled out when ``rollouts`` is not 0 (its
     value kept in ``leaf_values``; else the caller sets it from the network) and given a virtual
     loss; its row and position go to ``leaves``, ``leaf_current`` and ``leaf_mask`` and
     ``state[STATE_PENDING]`` counts them. A descent ending on a proven node backs up its
@@ -320,7 +330,7 @@ def gather_leaves(
             and ints[node, OUTCOME] == UNKNOWN
             and ints[node, PENDING] == 0
         ):
-            node = select_child(ints, floats, node, exploration, True)
+            node = select_child(ints, floats, node, exploration, True, fpu_reduction)
             move = possible_moves(stones, d.bottom, d.board) & column_mask(
                 int(ints[node, COLUMN]), d.height
             )

@@ -193,6 +193,7 @@ class SearchTree:
         batch: int = 8,
         value_leaves: bool = False,
         prove: Callable[[int, int], int | None] | None = None,
+        fpu_reduction: float | None = None,
     ) -> dict[str, Any]:
         """Search the position ``current``, ``mask`` (``moves`` stones, not over) until
         ``simulations`` are run or ``seconds`` pass (at least one simulation either way), the
@@ -204,8 +205,10 @@ class SearchTree:
         ``prove`` (PUCT only), each leaf is first offered to ``prove(current, mask)``: the game
         value it proves for the player to move there (+1, 0, -1), or None; a proven leaf is
         settled (MCTS-Solver) and backed up with its value, with no network call (the root is
-        never offered: its value names no move). Returns the visits and proven outcomes of the
-        root's moves by column, the simulations run and why it stopped."""
+        never offered: its value names no move). PUCT values a child not yet visited as a draw,
+        or with ``fpu_reduction`` as its parent's value for the player choosing less
+        ``fpu_reduction``. Returns the visits and proven outcomes of the root's moves by column,
+        the simulations run and why it stopped."""
         if value_leaves and (evaluate is None or rollouts != 0):
             raise ValueError("value_leaves scores the leaves by a network's values: no rollouts")
         if not value_leaves and rollouts < 1:
@@ -249,7 +252,7 @@ class SearchTree:
             else:
                 done = self._batch(
                     current, mask, moves, chunk, exploration, rollouts, evaluate, value_leaves,
-                    prove, deadline,
+                    prove, deadline, math.nan if fpu_reduction is None else fpu_reduction,
                 )  # fmt: skip
             if not done:  # cannot happen with room and draws for a simulation; never spin
                 stopped = STOPPED_FULL
@@ -286,6 +289,7 @@ class SearchTree:
         value_leaves: bool,
         prove: Callable[[int, int], int | None] | None,
         deadline: float,
+        fpu_reduction: float,
     ) -> int:
         """One batch of PUCT simulations: gather leaves, offer them to ``prove``, evaluate the
         unproven ones together, back them up. A leaf's value is for the player who chose it,
@@ -299,6 +303,7 @@ class SearchTree:
         done = k.gather_leaves(
             current, mask, moves, batch, exploration, rollouts, self.ints, self.floats,
             self.state, self.randoms, self.order, self.dims, leaves, currents, masks, values,
+            fpu_reduction,
         )  # fmt: skip
         pending = int(self.state[STATE_PENDING])
         if pending:

@@ -70,15 +70,27 @@ DEFAULT_SOLVER_MIN_STONES = 16
 PROVEN_BONUS = 1e12
 
 
-def _require_positive(name: str, value: Any) -> float:
+def _require_number(name: str, value: Any, at_least: float, zero_allowed: bool) -> float:
+    """``value`` as a float when it is a finite number above ``at_least`` (or equal to it,
+    with ``zero_allowed``), else a one-line ``ValueError``."""
+    bound = f">= {at_least:g}" if zero_allowed else f"> {at_least:g}"
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float, np.integer, np.floating))
         or not np.isfinite(value)
-        or value <= 0
+        or value < at_least
+        or (value == at_least and not zero_allowed)
     ):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
+        raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)
+
+
+def _require_positive(name: str, value: Any) -> float:
+    return _require_number(name, value, 0.0, zero_allowed=False)
+
+
+def _require_non_negative(name: str, value: Any) -> float:
+    return _require_number(name, value, 0.0, zero_allowed=True)
 
 
 def load_network(net: str) -> tuple[WeightsFile, str]:
@@ -161,6 +173,9 @@ class MCTSPolicy(Policy):
             no solver).
         solver_min_stones: the fewest stones on a leaf offered to the solver, >= 0 (with
             ``solver_nodes``; default :data:`DEFAULT_SOLVER_MIN_STONES`).
+        fpu_reduction: with ``net``, a move not yet visited is valued as its position's value
+            for the player choosing less this, >= 0 (first-play urgency, as in Leela Zero);
+            default None: valued as a draw.
     """
 
     name = "mcts"
@@ -176,6 +191,7 @@ class MCTSPolicy(Policy):
         batch: int | None = None,
         solver_nodes: int | None = None,
         solver_min_stones: int | None = None,
+        fpu_reduction: float | None = None,
     ) -> None:
         super().__init__()
         if simulations is not None:
@@ -221,6 +237,11 @@ class MCTSPolicy(Policy):
                 f"solver_min_stones must be an integer >= 0, got {solver_min_stones!r}"
             )
         self.solver_min_stones = int(solver_min_stones)
+        if fpu_reduction is not None:
+            if net is None:
+                raise ValueError("fpu_reduction applies to a search with a network (net=...)")
+            fpu_reduction = _require_non_negative("fpu_reduction", fpu_reduction)
+        self.fpu_reduction = fpu_reduction
         self._provers: dict[Geometry, LeafProver] = {}
         self._trees: dict[Geometry, SearchTree] = {}
         # Load the compiled kernels for the usual board now, not inside a timed first move
@@ -312,6 +333,7 @@ class MCTSPolicy(Policy):
         result = tree.search(
             board.current, board.mask, board.moves, rng, self.simulations, seconds,
             self.exploration, self.rollouts, evaluate, self.batch, self.value_leaves, prover,
+            self.fpu_reduction,
         )  # fmt: skip
         if prover is not None:
             result["solver_tried"] = prover.tried - tried
@@ -351,6 +373,8 @@ class MCTSPolicy(Policy):
             if self.solver_nodes is not None:
                 parts.append(f"solver_nodes={self.solver_nodes}")
                 parts.append(f"solver_min_stones={self.solver_min_stones}")
+            if self.fpu_reduction is not None:
+                parts.append(f"fpu_reduction={self.fpu_reduction}")
         else:
             parts.append(f"uct_c={self.exploration}")
         return f"MCTSPolicy({', '.join(parts)}, rollouts={self.rollouts})"

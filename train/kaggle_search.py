@@ -176,6 +176,7 @@ _BATCH = {batch!r}
 _VALUE_LEAVES = {value_leaves!r}
 _SOLVER_NODES = {solver_nodes!r}
 _SOLVER_MIN_STONES = {solver_min_stones!r}
+_FPU_REDUCTION = {fpu_reduction!r}
 _PROVER = None
 if _SOLVER_NODES is not None and _COMPILED:
     _PROVER = _LeafProver(_SOLVER_NODES, _SOLVER_MIN_STONES)
@@ -194,7 +195,7 @@ if _COMPILED:  # compile the search's own kernels now too (the proofs' with the 
     # a generator of its own
     _TREE.search(
         0, 0, 0, np.random.default_rng(0), 2, None, _EXPLORATION, _ROLLOUTS, _evaluate, _BATCH,
-        _VALUE_LEAVES, _PROVER,
+        _VALUE_LEAVES, _PROVER, _FPU_REDUCTION,
     )
 
 
@@ -217,7 +218,7 @@ def agent(obs, config):
     with _one_blas_thread():
         found = _TREE.search(
             int(current), int(mask), moves, _RNG, _SIMULATIONS, seconds, _EXPLORATION,
-            _ROLLOUTS, _evaluate, _BATCH, _VALUE_LEAVES, _PROVER,
+            _ROLLOUTS, _evaluate, _BATCH, _VALUE_LEAVES, _PROVER, _FPU_REDUCTION,
         )
     scores = found["visits"] + np.where(found["outcomes"] == WIN, 1e12, 0.0)
     scores -= np.where(found["outcomes"] == LOSS, 1e12, 0.0)
@@ -301,6 +302,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         value_leaves=policy.value_leaves,
         solver_nodes=policy.solver_nodes,
         solver_min_stones=policy.solver_min_stones,
+        fpu_reduction=policy.fpu_reduction,
     )
     header_end = base.index('"""\n\n') + len('"""\n\n')
     header = (
