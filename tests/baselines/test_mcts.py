@@ -159,6 +159,52 @@ def test_a_network_search_defaults_to_c_puct_1() -> None:
     assert MCTSPolicy(net="ppo").exploration == mcts.DEFAULT_C_PUCT == 1.0
 
 
+def two_children(parent_value_sum: float) -> tuple[np.ndarray, np.ndarray]:
+    """A tree of a root visited 10 times (``parent_value_sum`` for the player who chose it) and
+    two children: row 1 visited 9 times at Q -0.7 with prior 0.9, row 2 never, with prior 0.1."""
+    ints = np.zeros((3, kernels.INT_COLUMNS), dtype=np.int64)
+    floats = np.zeros((3, kernels.FLOAT_COLUMNS))
+    ints[:, kernels.OUTCOME] = kernels.UNKNOWN
+    ints[:, kernels.FIRST_CHILD] = -1
+    ints[0, [kernels.VISITS, kernels.FIRST_CHILD, kernels.CHILDREN]] = 10, 1, 2
+    ints[1:, kernels.PARENT] = 0
+    ints[1, kernels.VISITS] = 9
+    floats[0, kernels.VALUE_SUM] = parent_value_sum
+    floats[1, [kernels.VALUE_SUM, kernels.PRIOR]] = -6.3, 0.9
+    floats[2, kernels.PRIOR] = 0.1
+    return ints, floats
+
+
+def test_first_play_urgency_values_an_untried_move_from_its_parent() -> None:
+    # The chooser at the root stands at -0.8 (the root's sum of 8 is for the player who chose
+    # it). Scores with c_puct 1: the tried move -0.7 + 0.9 sqrt(10) / 10 = -0.42; the untried
+    # one as a draw 0 + 0.1 sqrt(10) = 0.32, and with a reduction of 0.1: -0.9 + 0.32 = -0.58.
+    ints, floats = two_children(8.0)
+    assert kernels.select_child(ints, floats, 0, 1.0, True, np.nan) == 2
+    assert kernels.select_child(ints, floats, 0, 1.0, True, 0.1) == 1
+    # standing at +0.8 the untried move's first play is 0.7 + 0.32, above the tried one's
+    ints, floats = two_children(-8.0)
+    assert kernels.select_child(ints, floats, 0, 1.0, True, 0.1) == 2
+    # UCT tries every child first whatever the reduction
+    assert kernels.select_child(ints, floats, 0, 1.0, False, 0.1) == 2
+
+
+def test_fpu_reduction_changes_the_network_search() -> None:
+    board = Board.from_moves(Geometry(6, 7, 4), [3, 3, 2])
+
+    def visits(spec: str) -> np.ndarray:
+        policy = make_policy(spec)
+        assert isinstance(policy, MCTSPolicy)
+        return policy.search(board, np.random.default_rng(0))["visits"]
+
+    draw = visits("mcts:net=ppo,simulations=60")
+    reduced = visits("mcts:net=ppo,simulations=60,fpu_reduction=0.3")
+    assert not np.array_equal(draw, reduced)
+    assert np.nansum(reduced) == np.nansum(draw)
+    assert "fpu_reduction=0.3" in repr(make_policy("mcts:net=ppo,fpu_reduction=0.3"))
+    assert MCTSPolicy(net="ppo").fpu_reduction is None
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -174,6 +220,9 @@ def test_a_network_search_defaults_to_c_puct_1() -> None:
         ("mcts:net=ppo,uct_c=1", "uct_c applies to a search without a network"),
         ("mcts:net=ppo,c_puct=inf", "c_puct must be a finite number > 0"),
         ("mcts:net=ppo,batch=0", "batch must be an integer >= 1"),
+        ("mcts:fpu_reduction=0.2", "fpu_reduction applies to a search with a network"),
+        ("mcts:net=ppo,fpu_reduction=-0.1", "fpu_reduction must be a finite number >= 0"),
+        ("mcts:net=ppo,fpu_reduction=nan", "fpu_reduction must be a finite number >= 0"),
         ("mcts:net=random", "is not a network"),
         ("mcts:depth=3", "does not take parameter"),
     ],

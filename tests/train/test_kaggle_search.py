@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from connectx_baselines.solver import Solver
-from connectx_gym import Board, Geometry
+from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.cli import main
 from connectx_gym.files import SHIPPED_WEIGHTS, load_weights, save_weights
 from connectx_gym.outputs import OutputPathError
@@ -170,6 +170,27 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
             namespace["agent"](observation(board), UNHURRIED) for namespace in (compiled, plain)
         ]
         assert moves[0] == moves[1], (board, moves)
+
+
+def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
+    spec = "mcts:net=ppo,simulations=48,fpu_reduction=0.25"
+    output = export_search(spec, tmp_path / "main.py")
+    assert "_FPU_REDUCTION = 0.25" in output.read_text()
+    plain = load_file(output, numba=False)  # plays as compiled (above) and loads at once
+    policy = make_policy(spec)
+    rng = np.random.default_rng(11)
+    for plies in (2, 7, 12):
+        board = random_board(Geometry(), rng, plies)
+        found = policy.search(board, np.random.default_rng(0))
+        exported = plain["_TREE"].search(
+            board.current, board.mask, board.moves, np.random.default_rng(0),
+            plain["_SIMULATIONS"], None, plain["_EXPLORATION"], plain["_ROLLOUTS"],
+            plain["_evaluate"], plain["_BATCH"], plain["_VALUE_LEAVES"], plain["_PROVER"],
+            plain["_FPU_REDUCTION"],
+        )  # fmt: skip
+        assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
+    default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
+    assert "_FPU_REDUCTION = None" in default.read_text()
 
 
 def test_the_solver_at_its_leaves_keeps_the_value_where_the_network_misleads(
