@@ -49,6 +49,8 @@ from connectx_gym.policy import Policy, choose_best, require_depth, require_play
 from connectx_gym.weights import WeightsFile
 
 __all__ = [
+    "DEFAULT_BATCH",
+    "DEFAULT_C_PUCT",
     "DEFAULT_SIMULATIONS",
     "DEFAULT_SOLVER_MIN_STONES",
     "PROVEN_BONUS",
@@ -61,6 +63,10 @@ DEFAULT_SIMULATIONS = 1000
 #: PUCT's exploration constant with a network, over values in [-1, 1]: larger spends a small
 #: budget on moves the priors like and the backed-up values have already refuted.
 DEFAULT_C_PUCT = 1.0
+#: Leaves the network scores in one call: the forward pass costs about the same per leaf in any
+#: batch, so a small one runs nearly as many simulations in a time budget, each chosen with
+#: more of the others' results (the descents of a batch steer apart by virtual losses).
+DEFAULT_BATCH = 2
 #: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
 KEEP_TREE_NODES = 1 << 16
 #: The fewest stones on a leaf that ``solver_nodes`` offers the solver (fewer: it rarely proves
@@ -167,7 +173,8 @@ class MCTSPolicy(Policy):
         rollouts: random games that score each leaf, >= 1; 0 scores each leaf by the network's
             value instead (a ``net`` with a value head). Default: 0 for a ``net`` with a value
             head, else 1.
-        batch: leaves the network scores in one call, >= 1 (with ``net``; default 8).
+        batch: leaves the network scores in one call, >= 1 (with ``net``; default
+            :data:`DEFAULT_BATCH`).
         solver_nodes: with ``net``, the exact solver's nodes per leaf, >= 1: a leaf it proves
             within them (a win, draw or loss) is settled with no network call (default None:
             no solver).
@@ -214,7 +221,7 @@ class MCTSPolicy(Policy):
             self.exploration = _require_positive(
                 "c_puct", DEFAULT_C_PUCT if c_puct is None else c_puct
             )
-            self.batch = require_depth("batch", 8 if batch is None else batch)
+            self.batch = require_depth("batch", DEFAULT_BATCH if batch is None else batch)
         self.net = net
         self.weights: WeightsFile | None = None
         if net is not None:
