@@ -76,27 +76,27 @@ DEFAULT_SOLVER_MIN_STONES = 16
 PROVEN_BONUS = 1e12
 
 
-def _require_number(name: str, value: Any, at_least: float, zero_allowed: bool) -> float:
-    """``value`` as a float when it is a finite number above ``at_least`` (or equal to it,
-    with ``zero_allowed``), else a one-line ``ValueError``."""
-    bound = f">= {at_least:g}" if zero_allowed else f"> {at_least:g}"
+def _require_number(name: str, value: Any, minimum: float, inclusive: bool) -> float:
+    """``value`` as a float when it is a finite number above ``minimum`` (or equal to it, when
+    ``inclusive``), else a one-line ``ValueError``."""
+    bound = f">= {minimum:g}" if inclusive else f"> {minimum:g}"
     if (
         isinstance(value, bool)
         or not isinstance(value, (int, float, np.integer, np.floating))
         or not np.isfinite(value)
-        or value < at_least
-        or (value == at_least and not zero_allowed)
+        or value < minimum
+        or (value == minimum and not inclusive)
     ):
         raise ValueError(f"{name} must be a finite number {bound}, got {value!r}")
     return float(value)
 
 
 def _require_positive(name: str, value: Any) -> float:
-    return _require_number(name, value, 0.0, zero_allowed=False)
+    return _require_number(name, value, 0.0, inclusive=False)
 
 
 def _require_non_negative(name: str, value: Any) -> float:
-    return _require_number(name, value, 0.0, zero_allowed=True)
+    return _require_number(name, value, 0.0, inclusive=True)
 
 
 def load_network(net: str) -> tuple[WeightsFile, str]:
