@@ -25,6 +25,7 @@ import argparse
 import sys
 
 import numpy as np
+from _args import count_at_least
 from _machine import machine_line
 
 from connectx_baselines.mcts import load_network
@@ -73,19 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("nets", nargs="+", help="registered networks (ppo) or model files")
     parser.add_argument("--books", nargs="+", choices=sorted(BOOKS), default=sorted(BOOKS))
     parser.add_argument(
-        "--limit", type=int, default=None, help="the first N positions of each book (default: all)"
+        "--limit",
+        type=count_at_least(1),
+        default=None,
+        help="the first N positions of each book (default: all)",
     )
     parser.add_argument(
-        "--skip", type=int, default=0, help="leave out each book's first N positions (default: 0)"
+        "--skip",
+        type=count_at_least(0),
+        default=0,
+        help="leave out each book's first N positions (default: 0)",
     )
     parser.add_argument("--smoke", action="store_true", help="the first 200 positions of each book")
     args = parser.parse_args(argv)
     if args.smoke:
         args.limit = min(args.limit or 200, 200)
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be at least 1, got {args.limit}")
-    if args.skip < 0:
-        parser.error(f"--skip must be at least 0, got {args.skip}")
     try:
         nets = {spec: network(spec) for spec in args.nets}
     except (OSError, ValueError) as error:

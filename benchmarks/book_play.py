@@ -23,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+from _args import count_at_least
 from _machine import machine_line
 
 from connectx_baselines.perfect_play import PhaseResult, evaluate_policy
@@ -73,22 +74,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", choices=sorted(BOOKS), default="random_opening")
     parser.add_argument(
         "--skip",
-        type=int,
+        type=count_at_least(0),
         default=DEFAULT_SKIP,
         help=f"leave out the book's first N positions (default {DEFAULT_SKIP:,})",
     )
     parser.add_argument(
-        "--limit", type=int, default=None, help="the first N positions after those (default: all)"
+        "--limit",
+        type=count_at_least(1),
+        default=None,
+        help="the first N positions after those (default: all)",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed (default 0)")
     parser.add_argument("--smoke", action="store_true", help="20 positions")
     args = parser.parse_args(argv)
     if args.smoke:
         args.limit = min(args.limit or 20, 20)
-    if args.limit is not None and args.limit < 1:
-        parser.error(f"--limit must be at least 1, got {args.limit}")
-    if args.skip < 0:
-        parser.error(f"--skip must be at least 0, got {args.skip}")
     try:
         positions = book_positions(args.book, args.skip, args.limit)
     except ValueError as error:
