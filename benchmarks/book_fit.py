@@ -25,7 +25,6 @@ import argparse
 import sys
 
 import numpy as np
-from _args import count_at_least
 from _machine import machine_line
 
 from connectx_baselines.mcts import load_network
@@ -33,6 +32,7 @@ from connectx_baselines.perfect_play import judge_moves
 from connectx_baselines.teacher_book import BOOKS, load_book
 from connectx_baselines.teacher_labels import ILLEGAL, TeacherSet
 from connectx_gym.bitboard import Geometry
+from connectx_gym.commands import bounded_int
 from connectx_gym.files import one_blas_thread
 from connectx_gym.match import wilson_interval
 from connectx_gym.weights import WeightsFile
@@ -75,13 +75,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--books", nargs="+", choices=sorted(BOOKS), default=sorted(BOOKS))
     parser.add_argument(
         "--limit",
-        type=count_at_least(1),
+        type=bounded_int(1, sys.maxsize),
         default=None,
         help="the first N positions of each book (default: all)",
     )
     parser.add_argument(
         "--skip",
-        type=count_at_least(0),
+        type=bounded_int(0, sys.maxsize),
         default=0,
         help="leave out each book's first N positions (default: 0)",
     )

@@ -23,7 +23,6 @@ import sys
 import time
 
 import numpy as np
-from _args import count_at_least
 from _machine import machine_line
 
 from connectx_baselines.perfect_play import PhaseResult, evaluate_policy
@@ -31,6 +30,7 @@ from connectx_baselines.position_sets import LabelledPositions
 from connectx_baselines.teacher_book import BOOKS, load_book
 from connectx_baselines.teacher_labels import ILLEGAL
 from connectx_gym.bitboard import Geometry
+from connectx_gym.commands import bounded_int
 
 #: The random opening book's positions that :mod:`book_fit`'s fine-tune experiments may teach.
 DEFAULT_SKIP = 10_000
@@ -74,13 +74,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--book", choices=sorted(BOOKS), default="random_opening")
     parser.add_argument(
         "--skip",
-        type=count_at_least(0),
+        type=bounded_int(0, sys.maxsize),
         default=DEFAULT_SKIP,
         help=f"leave out the book's first N positions (default {DEFAULT_SKIP:,})",
     )
     parser.add_argument(
         "--limit",
-        type=count_at_least(1),
+        type=bounded_int(1, sys.maxsize),
         default=None,
         help="the first N positions after those (default: all)",
     )
