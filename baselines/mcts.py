@@ -63,9 +63,10 @@ DEFAULT_SIMULATIONS = 1000
 #: PUCT's exploration constant with a network, over values in [-1, 1]: larger spends a small
 #: budget on moves the priors like and the backed-up values have already refuted.
 DEFAULT_C_PUCT = 1.0
-#: Leaves the network scores in one call: the forward pass costs about the same per leaf in any
-#: batch, so a small one runs nearly as many simulations in a time budget, each chosen with
-#: more of the others' results (the descents of a batch steer apart by virtual losses).
+#: Leaves the network scores in one call. The forward pass costs about the same per leaf in any
+#: batch, so in a time budget a small batch runs most of a large one's simulations (the calls'
+#: overhead takes the rest) and chooses each with more of the tree's results: the descents of a
+#: batch steer apart by virtual losses, guesses of where the others' results would lead.
 DEFAULT_BATCH = 2
 #: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
 KEEP_TREE_NODES = 1 << 16
