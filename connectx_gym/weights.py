@@ -68,6 +68,7 @@ from connectx_gym.forward import (
     conv_kernel,
     conv_kernels,
     forward_layers,
+    linear_kernels,
     masked_logits,
     network_cost,
     output_shape,
@@ -93,6 +94,7 @@ __all__ = [
     "conv_kernel",
     "conv_kernels",
     "forward_layers",
+    "linear_kernels",
     "masked_logits",
     "output_shape",
     "read_weights",
@@ -188,7 +190,8 @@ class WeightsFile:
     turn ``(2, rows, columns)`` planes into one logit per column, and the optional ``value`` head
     (a :class:`ValueHead` or its ``{"after", "layers"}`` dict; None: the network has none) the
     trunk into one value, or ``ValueError`` says why. ``kernels`` holds the convolutions'
-    matrices (:func:`conv_kernels`, read-only), made once here from ``params``, which are not to
+    matrices and the linear layers' transposed weights (:func:`conv_kernels`,
+    :func:`linear_kernels`; read-only), made once here from ``params``, which are not to
     be changed afterwards.
     """
 
@@ -212,9 +215,10 @@ class WeightsFile:
             raise ValueError(
                 f"the network outputs shape {out}, not one logit per column ({planes[2]})"
             )
-        self.kernels = conv_kernels(layers, self.params)
+        self.kernels = conv_kernels(layers, self.params) | linear_kernels(layers, self.params)
         if self.value is not None:
             self.kernels |= conv_kernels(self.value.layers, self.params)
+            self.kernels |= linear_kernels(self.value.layers, self.params)
         for kernel in self.kernels.values():
             kernel.setflags(write=False)
         self._check_finite_outputs()

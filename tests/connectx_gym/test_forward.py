@@ -72,7 +72,8 @@ def test_transforms_are_read_only() -> None:
 @pytest.mark.slow
 def test_shipped_network_plays_the_same_moves_either_way() -> None:
     weights = load_file(shipped_weights("ppo"))
-    direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}
+    convolutions = [name for name in weights.kernels if weights.params[name].ndim == 4]
+    direct = {name: im2col_kernel(weights.params[name]) for name in convolutions}
     assert any(kernel.ndim == 3 for kernel in weights.kernels.values())  # it runs Winograd
     rng = np.random.default_rng(5)
     planes = np.zeros((400, 2, 6, 7), dtype=np.float32)
@@ -86,6 +87,21 @@ def test_shipped_network_plays_the_same_moves_either_way() -> None:
     clear = np.sort(slow, axis=1)[:, -1] - np.sort(slow, axis=1)[:, -2] > 1e-3
     assert clear.mean() > 0.9
     np.testing.assert_array_equal(fast.argmax(axis=1)[clear], slow.argmax(axis=1)[clear])
+
+
+def test_linear_layers_multiply_by_their_weights_transposed_in_memory() -> None:
+    weights = load_file(shipped_weights("ppo"))
+    linear = forward.linear_kernels(weights.layers, weights.params)
+    assert linear  # the shipped network has linear layers, and WeightsFile keeps their kernels
+    for name, transposed in linear.items():
+        assert transposed.flags["C_CONTIGUOUS"]
+        np.testing.assert_array_equal(transposed, weights.params[name].T)
+        assert weights.kernels[name] is not None
+    planes = (np.random.default_rng(3).random((20, 2, 6, 7)) < 0.3).astype(np.float32)
+    convolutions = {k: v for k, v in weights.kernels.items() if k not in linear}
+    as_views = forward_layers(weights.layers, weights.params, planes, kernels=convolutions)
+    with_kernels = forward_layers(weights.layers, weights.params, planes, kernels=weights.kernels)
+    np.testing.assert_allclose(with_kernels, as_views, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("channels", [3, WINOGRAD_MIN_CHANNELS])
