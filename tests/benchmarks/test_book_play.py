@@ -75,4 +75,4 @@ def test_bad_arguments_are_one_line(
         assert stop.value.code == 2
         err = capsys.readouterr().err
         assert "Traceback" not in err
-        assert err.strip().splitlines()[-1].startswith("usage:") is False
+        assert "error: " in err.strip().splitlines()[-1]  # the usage, then one line saying why
