@@ -45,7 +45,6 @@ __all__ = [
     "conv_kernels",
     "forward_layers",
     "im2col_kernel",
-    "linear_kernels",
     "masked_logits",
     "network_cost",
     "output_shape",
@@ -200,21 +199,6 @@ def conv_kernels(layers: list[Layer], params: Arrays) -> dict[str, np.ndarray]:
     return kernels
 
 
-def linear_kernels(layers: list[Layer], params: Arrays) -> dict[str, np.ndarray]:
-    """The transposed weight of every ``linear`` and ``linear_plus_prefix`` layer in ``layers``
-    (nested ones too), contiguous, by weight name: what those layers multiply by when
-    :func:`forward_layers` is given it in ``kernels``. A product with the transposed view instead
-    takes OpenBLAS two to three times as long for batches of 2 to 8 boards, the batches of a
-    search's network calls."""
-    kernels = {}
-    for layer in layers:
-        if layer["op"] in ("linear", "linear_plus_prefix"):
-            kernels[layer["weight"]] = np.ascontiguousarray(params[layer["weight"]].T)
-        for body in OPERATIONS[layer["op"]].bodies(layer):
-            kernels.update(linear_kernels(body, params))
-    return kernels
-
-
 def forward_layers(
     layers: list[Layer],
     params: Arrays,
@@ -224,9 +208,8 @@ def forward_layers(
 ) -> np.ndarray:
     """Run the network description ``layers`` with ``params`` on the batch ``x``, (N, C, H, W)
     planes or (N, F) features; planes come out as (N, C, H, W) too (``saved`` carries the landing
-    cells from ``input_planes`` to ``gather_landing``; ``kernels``, from :func:`conv_kernels`
-    and :func:`linear_kernels`, spares the convolutions re-making their matrices and gives the
-    linear layers their weights transposed in memory). Planes are kept channels-last inside; a
+    cells from ``input_planes`` to ``gather_landing``; ``kernels``, from :func:`conv_kernels`,
+    spares the convolutions re-making their matrices). Planes are kept channels-last inside; a
     batch of more than :data:`FORWARD_CHUNK` boards runs in pieces of that many."""
     if len(x) > FORWARD_CHUNK:
         starts = range(0, len(x), FORWARD_CHUNK)
@@ -288,15 +271,9 @@ def _run_branches(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
     return np.concatenate([_flatten(net.run(body, x)) for body in layer["branches"]], axis=1)
 
 
-def _transposed_weight(layer: Layer, net: _Run) -> np.ndarray:
-    """A linear layer's weight, transposed: from :func:`linear_kernels` where given."""
-    transposed = net.kernels.get(layer["weight"])
-    return net.params[layer["weight"]].T if transposed is None else transposed
-
-
 def _run_linear_plus_prefix(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
-    weight = _transposed_weight(layer, net)
-    return x @ weight + net.params[layer["bias"]] + x[:, : weight.shape[1]]
+    weight = net.params[layer["weight"]]
+    return x @ weight.T + net.params[layer["bias"]] + x[:, : weight.shape[0]]
 
 
 def _run_conv(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
@@ -307,7 +284,7 @@ def _run_conv(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
 
 
 def _run_linear(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:
-    return x @ _transposed_weight(layer, net) + net.params[layer["bias"]]
+    return x @ net.params[layer["weight"]].T + net.params[layer["bias"]]
 
 
 def _run_relu(layer: Layer, x: np.ndarray, net: _Run) -> np.ndarray:

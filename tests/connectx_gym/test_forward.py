@@ -72,8 +72,7 @@ def test_transforms_are_read_only() -> None:
 @pytest.mark.slow
 def test_shipped_network_plays_the_same_moves_either_way() -> None:
     weights = load_file(shipped_weights("ppo"))
-    convolutions = [name for name in weights.kernels if weights.params[name].ndim == 4]
-    direct = {name: im2col_kernel(weights.params[name]) for name in convolutions}
+    direct = {name: im2col_kernel(weights.params[name]) for name in weights.kernels}
     assert any(kernel.ndim == 3 for kernel in weights.kernels.values())  # it runs Winograd
     rng = np.random.default_rng(5)
     planes = np.zeros((400, 2, 6, 7), dtype=np.float32)
@@ -89,19 +88,17 @@ def test_shipped_network_plays_the_same_moves_either_way() -> None:
     np.testing.assert_array_equal(fast.argmax(axis=1)[clear], slow.argmax(axis=1)[clear])
 
 
-def test_linear_layers_multiply_by_their_weights_transposed_in_memory() -> None:
+def test_the_forward_pass_holds_linear_weights_so_that_their_transpose_is_contiguous() -> None:
     weights = load_file(shipped_weights("ppo"))
-    linear = forward.linear_kernels(weights.layers, weights.params)
-    assert linear  # the shipped network has linear layers, and WeightsFile keeps their kernels
-    for name, transposed in linear.items():
-        assert transposed.flags["C_CONTIGUOUS"]
-        np.testing.assert_array_equal(transposed, weights.params[name].T)
-        assert weights.kernels[name] is not None
+    linear = [name for name, array in weights.params.items() if array.ndim == 2]
+    assert linear  # the shipped network has linear layers
+    for name in linear:
+        assert weights.params[name].flags["C_CONTIGUOUS"]  # as read, and as saved
+        assert weights._run_params[name].T.flags["C_CONTIGUOUS"]
+        np.testing.assert_array_equal(weights._run_params[name], weights.params[name])
     planes = (np.random.default_rng(3).random((20, 2, 6, 7)) < 0.3).astype(np.float32)
-    convolutions = {k: v for k, v in weights.kernels.items() if k not in linear}
-    as_views = forward_layers(weights.layers, weights.params, planes, kernels=convolutions)
-    with_kernels = forward_layers(weights.layers, weights.params, planes, kernels=weights.kernels)
-    np.testing.assert_allclose(with_kernels, as_views, rtol=1e-5, atol=1e-5)
+    row_major = forward_layers(weights.layers, weights.params, planes, kernels=weights.kernels)
+    np.testing.assert_allclose(weights.logits(planes), row_major, rtol=1e-5, atol=1e-5)
 
 
 @pytest.mark.parametrize("channels", [3, WINOGRAD_MIN_CHANNELS])
