@@ -175,6 +175,24 @@ def two_children(parent_value_sum: float) -> tuple[np.ndarray, np.ndarray]:
     return ints, floats
 
 
+def test_a_network_search_scores_two_leaves_a_call_by_default() -> None:
+    board = Board.from_moves(Geometry(6, 7, 4), [3])
+    calls: list[int] = []
+    policy = make_policy("mcts:net=ppo,simulations=40")
+    assert isinstance(policy, MCTSPolicy)
+    assert policy.batch == mcts.DEFAULT_BATCH == 2
+    evaluate = policy._evaluate
+
+    def counted(planes: np.ndarray) -> object:
+        calls.append(len(planes))
+        return evaluate(planes)
+
+    policy._evaluate = counted  # type: ignore[method-assign]
+    policy.search(board, np.random.default_rng(0))
+    assert calls
+    assert max(calls) == 2  # a batch of leaves never exceeds two boards a call
+
+
 def test_first_play_urgency_values_an_untried_move_from_its_parent() -> None:
     # The chooser at the root stands at -0.8 (the root's sum of 8 is for the player who chose
     # it). Scores with c_puct 1: the tried move -0.7 + 0.9 sqrt(10) / 10 = -0.42; the untried
