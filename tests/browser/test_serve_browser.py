@@ -81,9 +81,11 @@ def new_game(page, rows: int, columns: int, inarow: int, side: int = 1, opponent
 
 
 def wait_for_turn(page) -> None:
+    """Until the game is over or the page takes a click: your move, and no answer awaited."""
     page.wait_for_function(
+        "!document.querySelector('#board').classList.contains('busy') && ("
         "document.querySelector('#board').classList.contains('over') || "
-        "document.querySelector('#status').textContent.startsWith('Your move')"
+        "document.querySelector('#status').textContent.startsWith('Your move'))"
     )
 
 
@@ -296,6 +298,21 @@ def test_an_unknown_opponent_is_reported_and_can_be_replaced(page) -> None:
         "document.querySelector('#status').textContent.startsWith('Your move (yellow)')"
     )
     assert discs(page) == 1
+
+
+def test_a_click_right_after_a_new_opponent_is_played(page) -> None:
+    wait_for_turn(page)
+    # The opponent changed and a column clicked in one task: the position stays, so the click
+    # must not be lost to a refresh of it.
+    page.evaluate(
+        "() => { const spec = document.querySelector('#opponent'); spec.value = 'random';"
+        " spec.dispatchEvent(new Event('change'));"
+        " document.querySelector('#board .head[data-column=\"3\"]').click(); }"
+    )
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 2"
+    )
+    assert page.evaluate("game.opponent") == "random"
 
 
 def test_a_double_click_plays_one_move(page) -> None:

@@ -147,6 +147,7 @@ async function refresh(moves = game.moves) {
   const generation = ++game.generation;
   game.busy = true;
   game.target = moves;
+  $("board").classList.add("busy");  // the board says it takes no click until the answer
   let state;
   try {
     state = await api("/api/state", position(moves));
@@ -456,7 +457,11 @@ function fillOpponents(choices) {
 function changeOpponent() {  // a new opponent takes over the game at once
   game.opponent = $("opponent").value.trim() || game.defaultOpponent;
   showOpponentChoice();
-  if (game.mode === "play" && !game.busy) refresh();
+  if (game.mode !== "play" || game.busy || !game.state) return;
+  // On your turn the position stays as it is (a click right after the change is not lost to a
+  // refresh): only the analysis follows the new opponent. On its turn, it moves.
+  if (game.state.terminal || game.state.to_move === game.human) analyse(game.generation);
+  else refresh();
 }
 
 function setMode(mode) {
