@@ -11,7 +11,9 @@ connectx_gym.cli`` in a quick mode: ``train`` gets a few hundred steps of a tiny
 ``play`` reads ``q``; ``python benchmarks/X.py`` gets
 ``--smoke`` (with no arguments that is tests/benchmarks' own smoke run, so it only checks the
 script is there). A block preceded by ``<!-- skip: reason -->`` is not run (the count is bounded
-below); ``<!-- requires: module ... -->`` runs it only where those modules are installed.
+below); ``<!-- requires: module ... -->`` runs it only where those modules are installed, and an
+entry with a slash is a path from the repository's root that must exist (``../shared/data/pons``
+for a block whose script reads Pons' positions by default).
 """
 
 from __future__ import annotations
@@ -204,11 +206,15 @@ def _workspace(tmp_path: Path) -> Path:
 
 def _missing(block: Block) -> list[str]:
     missing = []
-    for module in block.requires:
+    for needed in block.requires:
+        if "/" in needed:  # a folder or file the block reads, from the repository's root
+            if not (ROOT / needed).exists():
+                missing.append(needed)
+            continue
         try:  # imported, not only found: ray.rllib is present but fails without its extras
-            importlib.import_module(module)
+            importlib.import_module(needed)
         except Exception:
-            missing.append(module)
+            missing.append(needed)
     return missing
 
 
