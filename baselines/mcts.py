@@ -54,6 +54,7 @@ __all__ = [
     "DEFAULT_SIMULATIONS",
     "DEFAULT_SOLVER_MIN_STONES",
     "PROVEN_BONUS",
+    "TEMPERED_LOGIT_LIMIT",
     "LeafProver",
     "MCTSPolicy",
 ]
@@ -73,6 +74,8 @@ KEEP_TREE_NODES = 1 << 16
 #: The fewest stones on a leaf that ``solver_nodes`` offers the solver (fewer: it rarely proves
 #: one within a few thousand nodes, and the time goes to the network instead).
 DEFAULT_SOLVER_MIN_STONES = 16
+#: The largest tempered logit (``prior_temperature``): a softmax gap this large is already 0.
+TEMPERED_LOGIT_LIMIT = 1e9
 #: What :meth:`MCTSPolicy.scores` adds to a proven win's visits (and takes from a proven loss's).
 PROVEN_BONUS = 1e12
 
@@ -184,6 +187,9 @@ class MCTSPolicy(Policy):
         fpu_reduction: with ``net``, a move not yet visited is valued as its position's value
             for the player choosing less this, >= 0 (first-play urgency, as in Leela Zero);
             default None: valued as a draw.
+        prior_temperature: with ``net``, the priors are the softmax of the network's logits
+            divided by this, > 0 (above 1 spreads the first visits over the moves the network
+            ranks low; default 1: its own probabilities).
     """
 
     name = "mcts"
@@ -200,6 +206,7 @@ class MCTSPolicy(Policy):
         solver_nodes: int | None = None,
         solver_min_stones: int | None = None,
         fpu_reduction: float | None = None,
+        prior_temperature: float | None = None,
     ) -> None:
         super().__init__()
         if simulations is not None:
@@ -250,6 +257,13 @@ class MCTSPolicy(Policy):
                 raise ValueError("fpu_reduction applies to a search with a network (net=...)")
             fpu_reduction = _require_non_negative("fpu_reduction", fpu_reduction)
         self.fpu_reduction = fpu_reduction
+        if prior_temperature is not None and net is None:
+            raise ValueError("prior_temperature applies to a search with a network (net=...)")
+        self.prior_temperature = (
+            1.0
+            if prior_temperature is None
+            else _require_positive("prior_temperature", prior_temperature)
+        )
         self._provers: dict[Geometry, LeafProver] = {}
         self._trees: dict[Geometry, SearchTree] = {}
         # Load the compiled kernels for the usual board now, not inside a timed first move
@@ -289,8 +303,18 @@ class MCTSPolicy(Policy):
         assert self.weights is not None
         with one_blas_thread():
             if self.value_leaves:
-                return self.weights.logits_and_values(planes)
-            return self.weights.logits(planes)
+                logits, values = self.weights.logits_and_values(planes)
+                return self._tempered(logits), values
+            return self._tempered(self.weights.logits(planes))
+
+    def _tempered(self, logits: np.ndarray) -> np.ndarray:
+        """The logits whose softmax is the search's priors (divided by ``prior_temperature``)."""
+        if self.prior_temperature == 1.0:
+            return logits
+        # finite for any temperature: a tiny one makes the priors the network's argmax, not NaN
+        with np.errstate(over="ignore"):
+            tempered = np.asarray(logits, dtype=np.float64) / self.prior_temperature
+        return np.clip(tempered, -TEMPERED_LOGIT_LIMIT, TEMPERED_LOGIT_LIMIT)
 
     def _tree(self, geometry: Geometry) -> SearchTree:
         tree = self._trees.get(geometry)
@@ -383,6 +407,8 @@ class MCTSPolicy(Policy):
                 parts.append(f"solver_min_stones={self.solver_min_stones}")
             if self.fpu_reduction is not None:
                 parts.append(f"fpu_reduction={self.fpu_reduction}")
+            if self.prior_temperature != 1.0:
+                parts.append(f"prior_temperature={self.prior_temperature}")
         else:
             parts.append(f"uct_c={self.exploration}")
         return f"MCTSPolicy({', '.join(parts)}, rollouts={self.rollouts})"

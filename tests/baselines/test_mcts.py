@@ -224,6 +224,37 @@ def test_fpu_reduction_keeps_a_losing_side_from_trying_every_reply() -> None:
     assert MCTSPolicy(net="ppo").fpu_reduction is None
 
 
+def test_prior_temperature_divides_the_logits_the_priors_come_from() -> None:
+    board = Board.from_moves(Geometry(6, 7, 4), [3, 3, 2])
+    plain = make_policy("mcts:net=ppo,simulations=40")
+    warm = make_policy("mcts:net=ppo,simulations=40,prior_temperature=2")
+    assert isinstance(plain, MCTSPolicy)
+    assert isinstance(warm, MCTSPolicy)
+    planes = np.zeros((1, 2, 6, 7), dtype=np.float32)
+    planes[0, 0, 5, 3] = planes[0, 1, 4, 3] = planes[0, 0, 5, 2] = 1
+    logits, values = plain._evaluate(planes)
+    warm_logits, warm_values = warm._evaluate(planes)
+    np.testing.assert_allclose(warm_logits, logits / 2, rtol=1e-6)
+    np.testing.assert_array_equal(warm_values, values)  # the leaves' values stay the network's
+    # flatter priors spread the same 40 simulations over more moves
+    spread = [
+        np.count_nonzero(p.search(board, np.random.default_rng(0))["visits"] > 1)
+        for p in (plain, warm)
+    ]
+    assert spread[1] >= spread[0]
+    assert "prior_temperature=2.0" in repr(warm)
+    assert "prior_temperature" not in repr(plain)  # 1: the network's own probabilities
+    assert plain.prior_temperature == 1.0
+    # a tiny temperature leaves the priors finite: the network's favourite alone
+    cold = make_policy("mcts:net=ppo,simulations=40,prior_temperature=1e-300")
+    assert isinstance(cold, MCTSPolicy)
+    cold_logits, _ = cold._evaluate(planes)
+    assert np.isfinite(cold_logits).all()
+    found = cold.search(board, np.random.default_rng(0))["visits"]
+    assert np.isfinite(found[~np.isnan(found)]).all()
+    assert np.nansum(found) == 39  # the first of the 40 simulations expands the root
+
+
 @pytest.mark.parametrize(
     ("spec", "message"),
     [
@@ -242,6 +273,9 @@ def test_fpu_reduction_keeps_a_losing_side_from_trying_every_reply() -> None:
         ("mcts:fpu_reduction=0.2", "fpu_reduction applies to a search with a network"),
         ("mcts:net=ppo,fpu_reduction=-0.1", "fpu_reduction must be a finite number >= 0"),
         ("mcts:net=ppo,fpu_reduction=nan", "fpu_reduction must be a finite number >= 0"),
+        ("mcts:prior_temperature=2", "prior_temperature applies to a search with a network"),
+        ("mcts:net=ppo,prior_temperature=0", "prior_temperature must be a finite number > 0"),
+        ("mcts:net=ppo,prior_temperature=inf", "prior_temperature must be a finite number > 0"),
         ("mcts:net=random", "is not a network"),
         ("mcts:depth=3", "does not take parameter"),
     ],

@@ -193,6 +193,27 @@ def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
     assert "_FPU_REDUCTION = None" in default.read_text()
 
 
+def test_carries_its_prior_temperature(tmp_path: Path) -> None:
+    spec = "mcts:net=ppo,simulations=48,prior_temperature=1.5"
+    output = export_search(spec, tmp_path / "main.py")
+    assert "_PRIOR_TEMPERATURE = 1.5" in output.read_text()
+    plain = load_file(output, numba=False)
+    policy = make_policy(spec)
+    rng = np.random.default_rng(12)
+    for plies in (2, 7, 12):
+        board = random_board(Geometry(), rng, plies)
+        found = policy.search(board, np.random.default_rng(0))
+        exported = plain["_TREE"].search(
+            board.current, board.mask, board.moves, np.random.default_rng(0),
+            plain["_SIMULATIONS"], None, plain["_EXPLORATION"], plain["_ROLLOUTS"],
+            plain["_evaluate"], plain["_BATCH"], plain["_VALUE_LEAVES"], plain["_PROVER"],
+            plain["_FPU_REDUCTION"],
+        )  # fmt: skip
+        assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
+    default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
+    assert "_PRIOR_TEMPERATURE = 1.0" in default.read_text()
+
+
 def test_the_solver_at_its_leaves_keeps_the_value_where_the_network_misleads(
     tmp_path: Path,
 ) -> None:
