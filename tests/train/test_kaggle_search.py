@@ -172,13 +172,11 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
         assert moves[0] == moves[1], (board, moves)
 
 
-def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
-    spec = "mcts:net=ppo,simulations=48,fpu_reduction=0.25"
-    output = export_search(spec, tmp_path / "main.py")
-    assert "_FPU_REDUCTION = 0.25" in output.read_text()
-    plain = load_file(output, numba=False)  # plays as compiled (above) and loads at once
+def assert_exported_search_plays_as(spec: str, output: Path, seed: int) -> None:
+    """The exported file's search of ``spec`` visits as the policy's does, on three boards."""
+    plain = load_file(export_search(spec, output), numba=False)  # plays as compiled (above)
     policy = make_policy(spec)
-    rng = np.random.default_rng(11)
+    rng = np.random.default_rng(seed)
     for plies in (2, 7, 12):
         board = random_board(Geometry(), rng, plies)
         found = policy.search(board, np.random.default_rng(0))
@@ -189,27 +187,20 @@ def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
             plain["_FPU_REDUCTION"],
         )  # fmt: skip
         assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
+
+
+def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
+    spec = "mcts:net=ppo,simulations=48,fpu_reduction=0.25"
+    assert_exported_search_plays_as(spec, tmp_path / "main.py", seed=11)
+    assert "_FPU_REDUCTION = 0.25" in (tmp_path / "main.py").read_text()
     default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
     assert "_FPU_REDUCTION = None" in default.read_text()
 
 
 def test_carries_its_prior_temperature(tmp_path: Path) -> None:
     spec = "mcts:net=ppo,simulations=48,prior_temperature=1.5"
-    output = export_search(spec, tmp_path / "main.py")
-    assert "_PRIOR_TEMPERATURE = 1.5" in output.read_text()
-    plain = load_file(output, numba=False)
-    policy = make_policy(spec)
-    rng = np.random.default_rng(12)
-    for plies in (2, 7, 12):
-        board = random_board(Geometry(), rng, plies)
-        found = policy.search(board, np.random.default_rng(0))
-        exported = plain["_TREE"].search(
-            board.current, board.mask, board.moves, np.random.default_rng(0),
-            plain["_SIMULATIONS"], None, plain["_EXPLORATION"], plain["_ROLLOUTS"],
-            plain["_evaluate"], plain["_BATCH"], plain["_VALUE_LEAVES"], plain["_PROVER"],
-            plain["_FPU_REDUCTION"],
-        )  # fmt: skip
-        assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
+    assert_exported_search_plays_as(spec, tmp_path / "main.py", seed=12)
+    assert "_PRIOR_TEMPERATURE = 1.5" in (tmp_path / "main.py").read_text()
     default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
     assert "_PRIOR_TEMPERATURE = 1.0" in default.read_text()
 
