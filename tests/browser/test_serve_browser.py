@@ -315,6 +315,25 @@ def test_a_click_right_after_a_new_opponent_is_played(page) -> None:
     assert page.evaluate("game.opponent") == "random"
 
 
+def test_a_refused_position_leaves_the_board_taking_clicks(page) -> None:
+    wait_for_turn(page)
+    page.route(
+        "**/api/state",
+        lambda route: route.fulfill(
+            status=503, content_type="application/json", body='{"error": "the server is busy"}'
+        ),
+    )
+    page.click("#board .head[data-column='3']")
+    page.wait_for_selector("#status.error")
+    assert "the server is busy" in page.inner_text("#status")
+    assert not page.evaluate("document.querySelector('#board').classList.contains('busy')")
+    page.unroute("**/api/state")
+    page.click("#board .head[data-column='3']")  # the same click, answered this time
+    page.wait_for_function(
+        "document.querySelectorAll('#board .disc.p1, #board .disc.p2').length === 2"
+    )
+
+
 def test_a_double_click_plays_one_move(page) -> None:
     moves: list[str] = []
     page.on("request", lambda request: "/api/move" in request.url and moves.append(request.url))

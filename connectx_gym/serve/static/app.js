@@ -154,6 +154,7 @@ async function refresh(moves = game.moves) {
   } catch (error) {
     if (generation === game.generation) {
       Object.assign(game, { busy: false, target: game.moves });
+      $("board").classList.remove("busy");
       setStatus(error.message, true);
     }
     return;
