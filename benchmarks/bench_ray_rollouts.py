@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 from _machine import machine_line
 
+from connectx_gym.ray_executor import LOCAL_SYSTEM_CONFIG
 from connectx_train.config import TrainConfig
 from connectx_train.ray_rollouts import SlicedVecEnv
 
@@ -81,6 +82,7 @@ def start_ray(cpus: int) -> None:
         include_dashboard=False,
         log_to_driver=False,
         logging_level=logging.ERROR,
+        _system_config=LOCAL_SYSTEM_CONFIG,  # as the package's own local instances
     )
 
 

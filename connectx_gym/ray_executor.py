@@ -26,6 +26,7 @@ from connectx_gym.policy import PositionJob
 from connectx_gym.progress import Progress
 
 __all__ = [
+    "LOCAL_SYSTEM_CONFIG",
     "RayExecutor",
     "RayGameError",
     "RayPositionError",
@@ -147,6 +148,14 @@ def _check_reachable(address: str, timeout: float = 3.0) -> None:
         raise ConnectionError(f"no Ray cluster at {address}: {error}") from None
 
 
+#: Settings of a local Ray instance this package starts. Ray runs its workers at nice 15 by
+#: default, below every ordinary process: the actors that play, roll out and label would get only
+#: the CPU time the machine's other work leaves, many times slower beside a busy process. They run
+#: at the niceness of the command that started them instead (``nice connectx ...`` still lowers
+#: them all).
+LOCAL_SYSTEM_CONFIG: dict[str, object] = {"worker_niceness": 0}
+
+
 class RayExecutor:
     """Distributes games over ``workers`` Ray actors (default: the cluster's CPUs).
 
@@ -178,6 +187,7 @@ class RayExecutor:
                         include_dashboard=False,
                         log_to_driver=False,
                         logging_level=logging.ERROR,
+                        _system_config=LOCAL_SYSTEM_CONFIG,
                     )
                 else:
                     ray.init(address=address, log_to_driver=False, logging_level=logging.ERROR)

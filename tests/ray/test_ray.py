@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import pytest
 
@@ -27,6 +28,15 @@ def test_same_result_and_records_as_local(executor, tmp_path):
     assert remote.records == local.records
     assert (remote.wins, remote.draws, remote.losses) == (local.wins, local.draws, local.losses)
     assert (tmp_path / "ray.jsonl").read_text() == (tmp_path / "local.jsonl").read_text()
+
+
+def test_actors_run_at_the_niceness_of_the_command(executor):
+    # Ray's own default is nice 15, below every ordinary process on the machine
+    @ray.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote()) == os.nice(0)
 
 
 def test_raising_policy_is_reported_with_its_game(executor):
