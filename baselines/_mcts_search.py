@@ -40,6 +40,8 @@ CACHED_POSITIONS = 1 << 15
 RANDOM_DRAWS = 1 << 14
 #: The most UCT simulations run in one compiled call.
 MAX_CHUNK = 1 << 14
+#: The largest logit :func:`tempered_logits` returns: a softmax gap this large is already 0.
+TEMPERED_LOGIT_LIMIT = 1e9
 #: Why a search stopped, as ``last_info["stopped"]`` says it.
 STOPPED_SIMULATIONS, STOPPED_TIME, STOPPED_PROVEN, STOPPED_FULL = (
     "simulations",
@@ -64,6 +66,17 @@ def leaf_planes(currents: np.ndarray, masks: np.ndarray, bits: np.ndarray) -> np
     own = (currents[:, None, None] >> bits[None]) & 1
     other = ((currents ^ masks)[:, None, None] >> bits[None]) & 1
     return np.stack([own, other], axis=1).astype(np.float32)
+
+
+def tempered_logits(logits: np.ndarray, temperature: float) -> np.ndarray:
+    """``logits`` divided by ``temperature`` (> 0), whose softmax is a search's priors: above 1
+    flatter than the network's probabilities. Finite for any temperature: a tiny one makes the
+    priors the network's favourite, not NaN."""
+    if temperature == 1.0:
+        return logits
+    with np.errstate(over="ignore"):
+        tempered = np.asarray(logits, dtype=np.float64) / temperature
+    return np.clip(tempered, -TEMPERED_LOGIT_LIMIT, TEMPERED_LOGIT_LIMIT)
 
 
 def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:

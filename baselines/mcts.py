@@ -38,7 +38,7 @@ import numpy as np
 from connectx_baselines import _mcts_kernels as layout
 from connectx_baselines._checks import require_node_limit, require_seconds
 from connectx_baselines._layout import center_order
-from connectx_baselines._mcts_search import SearchTree
+from connectx_baselines._mcts_search import SearchTree, tempered_logits
 from connectx_baselines.solver import SearchLimitError, Solver
 from connectx_gym._dims import dims_arg
 from connectx_gym._jit import backend
@@ -54,7 +54,6 @@ __all__ = [
     "DEFAULT_SIMULATIONS",
     "DEFAULT_SOLVER_MIN_STONES",
     "PROVEN_BONUS",
-    "TEMPERED_LOGIT_LIMIT",
     "LeafProver",
     "MCTSPolicy",
 ]
@@ -74,8 +73,6 @@ KEEP_TREE_NODES = 1 << 16
 #: The fewest stones on a leaf that ``solver_nodes`` offers the solver (fewer: it rarely proves
 #: one within a few thousand nodes, and the time goes to the network instead).
 DEFAULT_SOLVER_MIN_STONES = 16
-#: The largest tempered logit (``prior_temperature``): a softmax gap this large is already 0.
-TEMPERED_LOGIT_LIMIT = 1e9
 #: What :meth:`MCTSPolicy.scores` adds to a proven win's visits (and takes from a proven loss's).
 PROVEN_BONUS = 1e12
 
@@ -304,17 +301,8 @@ class MCTSPolicy(Policy):
         with one_blas_thread():
             if self.value_leaves:
                 logits, values = self.weights.logits_and_values(planes)
-                return self._tempered(logits), values
-            return self._tempered(self.weights.logits(planes))
-
-    def _tempered(self, logits: np.ndarray) -> np.ndarray:
-        """The logits whose softmax is the search's priors (divided by ``prior_temperature``)."""
-        if self.prior_temperature == 1.0:
-            return logits
-        # finite for any temperature: a tiny one makes the priors the network's argmax, not NaN
-        with np.errstate(over="ignore"):
-            tempered = np.asarray(logits, dtype=np.float64) / self.prior_temperature
-        return np.clip(tempered, -TEMPERED_LOGIT_LIMIT, TEMPERED_LOGIT_LIMIT)
+                return tempered_logits(logits, self.prior_temperature), values
+            return tempered_logits(self.weights.logits(planes), self.prior_temperature)
 
     def _tree(self, geometry: Geometry) -> SearchTree:
         tree = self._trees.get(geometry)

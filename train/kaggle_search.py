@@ -30,7 +30,7 @@ from connectx_baselines import _mcts_kernels as kernels_module
 from connectx_baselines import _mcts_search as search_module
 from connectx_baselines import _solver_kernels as solver_module
 from connectx_baselines._layout import center_order, frame_width, new_state
-from connectx_baselines.mcts import TEMPERED_LOGIT_LIMIT, LeafProver, MCTSPolicy
+from connectx_baselines.mcts import LeafProver, MCTSPolicy
 from connectx_baselines.solver import next_prime
 from connectx_gym import _dims as dims_module
 from connectx_gym import bitboard
@@ -187,20 +187,10 @@ elif _SOLVER_NODES is not None:
 
 
 def _evaluate(planes):
-    # the priors are the softmax of the logits over _PRIOR_TEMPERATURE
     if _VALUE_LEAVES:  # the leaves scored by the network's value head, not by random games
         logits, values = _NETWORK.logits_and_values(planes)
-        return _tempered(logits), values
-    return _tempered(_NETWORK.logits(planes))
-
-
-def _tempered(logits):
-    if _PRIOR_TEMPERATURE == 1.0:
-        return logits
-    limit = {logit_limit!r}  # finite for any temperature
-    with np.errstate(over="ignore"):
-        tempered = np.asarray(logits, dtype=np.float64) / _PRIOR_TEMPERATURE
-    return np.clip(tempered, -limit, limit)
+        return tempered_logits(logits, _PRIOR_TEMPERATURE), values
+    return tempered_logits(_NETWORK.logits(planes), _PRIOR_TEMPERATURE)
 
 
 if _COMPILED:  # compile the search's own kernels now too (the proofs' with the prover), with
@@ -316,7 +306,6 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         solver_min_stones=policy.solver_min_stones,
         fpu_reduction=policy.fpu_reduction,
         prior_temperature=policy.prior_temperature,
-        logit_limit=TEMPERED_LOGIT_LIMIT,
     )
     header_end = base.index('"""\n\n') + len('"""\n\n')
     header = (
