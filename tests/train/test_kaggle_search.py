@@ -172,11 +172,22 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
         assert moves[0] == moves[1], (board, moves)
 
 
-def assert_exported_search_plays_as(spec: str, output: Path, seed: int) -> None:
-    """The exported file's search of ``spec`` visits as the policy's does, on three boards."""
-    plain = load_file(export_search(spec, output), numba=False)  # plays as compiled (above)
+@pytest.mark.parametrize(
+    ("option", "written", "default"),
+    [
+        ("fpu_reduction=0.25", "_FPU_REDUCTION = 0.25", "_FPU_REDUCTION = None"),
+        ("prior_temperature=1.5", "_PRIOR_TEMPERATURE = 1.5", "_PRIOR_TEMPERATURE = 1.0"),
+    ],
+)
+def test_carries_its_search_options(
+    tmp_path: Path, option: str, written: str, default: str
+) -> None:
+    spec = f"mcts:net=ppo,simulations=48,{option}"
+    output = export_search(spec, tmp_path / "main.py")
+    assert written in output.read_text()
+    plain = load_file(output, numba=False)  # plays as compiled (above) and loads at once
     policy = make_policy(spec)
-    rng = np.random.default_rng(seed)
+    rng = np.random.default_rng(11)
     for plies in (2, 7, 12):
         board = random_board(Geometry(), rng, plies)
         found = policy.search(board, np.random.default_rng(0))
@@ -187,22 +198,8 @@ def assert_exported_search_plays_as(spec: str, output: Path, seed: int) -> None:
             plain["_FPU_REDUCTION"],
         )  # fmt: skip
         assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
-
-
-def test_carries_its_first_play_urgency(tmp_path: Path) -> None:
-    spec = "mcts:net=ppo,simulations=48,fpu_reduction=0.25"
-    assert_exported_search_plays_as(spec, tmp_path / "main.py", seed=11)
-    assert "_FPU_REDUCTION = 0.25" in (tmp_path / "main.py").read_text()
-    default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
-    assert "_FPU_REDUCTION = None" in default.read_text()
-
-
-def test_carries_its_prior_temperature(tmp_path: Path) -> None:
-    spec = "mcts:net=ppo,simulations=48,prior_temperature=1.5"
-    assert_exported_search_plays_as(spec, tmp_path / "main.py", seed=12)
-    assert "_PRIOR_TEMPERATURE = 1.5" in (tmp_path / "main.py").read_text()
-    default = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
-    assert "_PRIOR_TEMPERATURE = 1.0" in default.read_text()
+    unset = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
+    assert default in unset.read_text()
 
 
 def test_the_solver_at_its_leaves_keeps_the_value_where_the_network_misleads(
