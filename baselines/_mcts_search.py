@@ -87,6 +87,28 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return weights / weights.sum(axis=1, keepdims=True)
 
 
+def network_answers(
+    evaluate: Callable[[np.ndarray], Any], planes: np.ndarray, value_leaves: bool, mirror: bool
+) -> tuple[np.ndarray, np.ndarray | None]:
+    """``evaluate``'s float64 logits of the boards ``planes`` and, with ``value_leaves``, their
+    values (NaN read as 0; else None). With ``mirror`` each answer is the mean of the network's
+    on the board and on its mirror image (columns reversed, the image's logits reversed back),
+    both in one call: an ensemble of two views for the price of a batch twice as long."""
+    count = len(planes)
+    if mirror:
+        planes = np.concatenate([planes, planes[..., ::-1]])
+    if value_leaves:
+        logits, values = evaluate(planes)
+        values = np.asarray(values, dtype=np.float64).reshape(len(planes))
+    else:
+        logits, values = evaluate(planes), None
+    logits = np.asarray(logits, dtype=np.float64)
+    if mirror:
+        logits = 0.5 * logits[:count] + 0.5 * logits[count:, ::-1]
+        values = None if values is None else 0.5 * values[:count] + 0.5 * values[count:]
+    return logits, None if values is None else np.nan_to_num(values)
+
+
 class EvaluationCache:
     """The network's answers (logits, and values where they score the leaves) for the positions
     of one game, by position.
@@ -101,7 +123,7 @@ class EvaluationCache:
         self.slots: dict[tuple[int, int], int] = {}
         self.logits = np.zeros((capacity, columns))
         self.values = np.zeros(capacity)
-        self.evaluator: tuple[Callable[[np.ndarray], Any], bool] | None = None
+        self.evaluator: tuple[Callable[[np.ndarray], Any], bool, bool] | None = None
         self.root = (0, 0, 0)  # the last root: its mask, first player's stones and stones played
         self.hits = 0
 
@@ -118,19 +140,20 @@ class EvaluationCache:
         moves: int,
         evaluate: Callable[[np.ndarray], Any],
         value_leaves: bool,
+        mirror: bool = False,
     ) -> None:
         """Get ready to search ``current``, ``mask`` (``moves`` stones) with ``evaluate``: keep
         the answers only if the position is the last root or follows it in a game, and the
-        evaluator is the last one."""
+        evaluator (with its ``value_leaves`` and ``mirror``) is the last one."""
         last_mask, last_first, last_moves = self.root
         first = current if moves % 2 == 0 else current ^ mask  # the first player's stones
         follows = (
             moves >= last_moves and (last_mask & ~mask) == 0 and (first & last_mask) == last_first
         )
-        if not follows or self.evaluator != (evaluate, value_leaves):
+        if not follows or self.evaluator != (evaluate, value_leaves, mirror):
             self.clear()
         self.root = (mask, first, moves)
-        self.evaluator = (evaluate, value_leaves)
+        self.evaluator = (evaluate, value_leaves, mirror)
         self.hits = 0
 
     def look_up(
@@ -207,6 +230,7 @@ class SearchTree:
         value_leaves: bool = False,
         prove: Callable[[int, int], int | None] | None = None,
         fpu_reduction: float | None = None,
+        mirror: bool = False,
     ) -> dict[str, Any]:
         """Search the position ``current``, ``mask`` (``moves`` stones, not over) until
         ``simulations`` are run or ``seconds`` pass (at least one simulation either way), the
@@ -220,8 +244,10 @@ class SearchTree:
         settled (MCTS-Solver) and backed up with its value, with no network call (the root is
         never offered: its value names no move). PUCT values a child not yet visited as a draw,
         or with ``fpu_reduction`` as its parent's value for the player choosing less
-        ``fpu_reduction``. Returns the visits and proven outcomes of the root's moves by column,
-        the simulations run and why it stopped."""
+        ``fpu_reduction``. With ``mirror``, the network answers each leaf as the mean of its
+        answers on the leaf and on its mirror image (:func:`network_answers`). Returns the
+        visits and proven outcomes of the root's moves by column, the simulations run and why
+        it stopped."""
         if value_leaves and (evaluate is None or rollouts != 0):
             raise ValueError("value_leaves scores the leaves by a network's values: no rollouts")
         if not value_leaves and rollouts < 1:
@@ -234,7 +260,7 @@ class SearchTree:
         k = self.kernels
         k.new_tree(self.ints, self.floats, self.state)
         if evaluate is not None:
-            self.cache.follow(current, mask, moves, evaluate, value_leaves)
+            self.cache.follow(current, mask, moves, evaluate, value_leaves, mirror)
         run, stopped = 0, STOPPED_SIMULATIONS
         step_seconds = 0.0  # the last step's time: a chunk's per simulation, or a batch's
         while run < target:
@@ -265,7 +291,7 @@ class SearchTree:
             else:
                 done = self._batch(
                     current, mask, moves, chunk, exploration, rollouts, evaluate, value_leaves,
-                    prove, deadline, math.nan if fpu_reduction is None else fpu_reduction,
+                    prove, deadline, math.nan if fpu_reduction is None else fpu_reduction, mirror,
                 )  # fmt: skip
             if not done:  # cannot happen with room and draws for a simulation; never spin
                 stopped = STOPPED_FULL
@@ -303,6 +329,7 @@ class SearchTree:
         prove: Callable[[int, int], int | None] | None,
         deadline: float,
         fpu_reduction: float,
+        mirror: bool,
     ) -> int:
         """One batch of PUCT simulations: gather leaves, offer them to ``prove``, evaluate the
         unproven ones together, back them up. A leaf's value is for the player who chose it,
@@ -337,7 +364,7 @@ class SearchTree:
             unproven = np.flatnonzero(outcomes == UNKNOWN)
             if len(unproven):
                 logits[unproven], mover_values[unproven] = self._network_answers(
-                    currents[unproven], masks[unproven], evaluate, value_leaves
+                    currents[unproven], masks[unproven], evaluate, value_leaves, mirror
                 )
             if value_leaves:
                 values[:pending] = -np.clip(mover_values, -1.0, 1.0)
@@ -354,10 +381,11 @@ class SearchTree:
         masks: np.ndarray,
         evaluate: Callable[[np.ndarray], Any],
         value_leaves: bool,
+        mirror: bool,
     ) -> tuple[np.ndarray, np.ndarray]:
         """The network's logits for the positions ``currents``, ``masks``, and its values for
         their movers (zeros unless ``value_leaves``): from the cache where it holds them, else
-        from one call of ``evaluate``."""
+        from one call of ``evaluate`` (:func:`network_answers`, with ``mirror``)."""
         count = len(currents)
         keys = [(int(c), int(m)) for c, m in zip(currents, masks, strict=True)]
         logits = np.zeros((count, self.columns))
@@ -368,13 +396,9 @@ class SearchTree:
             first_asked = {keys[index]: index for index in reversed(missing)}
             asked = sorted(first_asked.values())
             planes = leaf_planes(currents[asked], masks[asked], self.bits)
-            if value_leaves:
-                new_logits, new_values = evaluate(planes)
-                new_values = np.nan_to_num(np.asarray(new_values, dtype=np.float64))
-                mover_values[asked] = np.reshape(new_values, len(asked))
-            else:
-                new_logits = evaluate(planes)
-            logits[asked] = np.asarray(new_logits, dtype=np.float64)
+            logits[asked], new_values = network_answers(evaluate, planes, value_leaves, mirror)
+            if new_values is not None:
+                mover_values[asked] = new_values
             self.cache.store([keys[index] for index in asked], logits[asked], mover_values[asked])
             answered = [first_asked[keys[index]] for index in missing]
             logits[missing], mover_values[missing] = logits[answered], mover_values[answered]

@@ -178,6 +178,7 @@ _SOLVER_NODES = {solver_nodes!r}
 _SOLVER_MIN_STONES = {solver_min_stones!r}
 _FPU_REDUCTION = {fpu_reduction!r}
 _PRIOR_TEMPERATURE = {prior_temperature!r}
+_MIRROR = {mirror!r}
 _PROVER = None
 if _SOLVER_NODES is not None and _COMPILED:
     _PROVER = _LeafProver(_SOLVER_NODES, _SOLVER_MIN_STONES)
@@ -197,7 +198,7 @@ if _COMPILED:  # compile the search's own kernels now too (the proofs' with the 
     # a generator of its own
     _TREE.search(
         0, 0, 0, np.random.default_rng(0), 2, None, _EXPLORATION, _ROLLOUTS, _evaluate, _BATCH,
-        _VALUE_LEAVES, _PROVER, _FPU_REDUCTION,
+        _VALUE_LEAVES, _PROVER, _FPU_REDUCTION, _MIRROR,
     )
 
 
@@ -220,7 +221,7 @@ def agent(obs, config):
     with _one_blas_thread():
         found = _TREE.search(
             int(current), int(mask), moves, _RNG, _SIMULATIONS, seconds, _EXPLORATION,
-            _ROLLOUTS, _evaluate, _BATCH, _VALUE_LEAVES, _PROVER, _FPU_REDUCTION,
+            _ROLLOUTS, _evaluate, _BATCH, _VALUE_LEAVES, _PROVER, _FPU_REDUCTION, _MIRROR,
         )
     scores = found["visits"] + np.where(found["outcomes"] == WIN, 1e12, 0.0)
     scores -= np.where(found["outcomes"] == LOSS, 1e12, 0.0)
@@ -306,6 +307,7 @@ def search_kaggle_source(spec: str, seed: int = 0) -> str:
         solver_min_stones=policy.solver_min_stones,
         fpu_reduction=policy.fpu_reduction,
         prior_temperature=policy.prior_temperature,
+        mirror=policy.mirror,
     )
     header_end = base.index('"""\n\n') + len('"""\n\n')
     header = (

@@ -190,7 +190,8 @@ def test_a_network_search_scores_two_leaves_a_call_by_default() -> None:
     policy._evaluate = counted  # type: ignore[method-assign]
     policy.search(board, np.random.default_rng(0))
     assert calls
-    assert max(calls) == 2  # a batch of leaves never exceeds two boards a call
+    images = 2 if policy.mirror else 1  # each leaf asked about with its mirror image, by default
+    assert max(calls) == 2 * images  # a batch never exceeds two leaves a call
 
 
 def test_first_play_urgency_values_an_untried_move_from_its_parent() -> None:
@@ -276,6 +277,8 @@ def test_prior_temperature_divides_the_logits_the_priors_come_from() -> None:
         ("mcts:prior_temperature=2", "prior_temperature applies to a search with a network"),
         ("mcts:net=ppo,prior_temperature=0", "prior_temperature must be a finite number > 0"),
         ("mcts:net=ppo,prior_temperature=inf", "prior_temperature must be a finite number > 0"),
+        ("mcts:mirror=true", "mirror applies to a search with a network"),
+        ("mcts:net=ppo,mirror=2", "mirror must be true or false, got 2"),
         ("mcts:net=random", "is not a network"),
         ("mcts:depth=3", "does not take parameter"),
     ],

@@ -100,9 +100,11 @@ def test_the_cache_returns_what_it_was_given_and_empties_when_full() -> None:
     assert held(cache, (5, 7)) is not None
 
 
-def follow_moves(cache: EvaluationCache, moves: list[int], evaluate: Callable[..., Any]) -> None:
+def follow_moves(
+    cache: EvaluationCache, moves: list[int], evaluate: Callable[..., Any], mirror: bool = False
+) -> None:
     board = Board.from_moves(Geometry(), moves)
-    cache.follow(board.current, board.mask, board.moves, evaluate, True)
+    cache.follow(board.current, board.mask, board.moves, evaluate, True, mirror)
 
 
 @pytest.mark.parametrize(
@@ -125,3 +127,13 @@ def test_the_cache_is_kept_only_along_one_game_and_one_evaluator(
     cache.store([(1, 2)], np.zeros((1, 7)), np.zeros(1))
     follow_moves(cache, later, evaluate)
     assert (len(cache) == 1) is kept
+
+
+def test_answers_with_mirror_images_are_not_kept_for_a_search_without() -> None:
+    cache = EvaluationCache(columns=7)
+    follow_moves(cache, [3, 3, 2, 4], no_network, mirror=True)
+    cache.store([(1, 2)], np.zeros((1, 7)), np.zeros(1))
+    follow_moves(cache, [3, 3, 2, 4, 1, 1], no_network, mirror=True)
+    assert len(cache) == 1
+    follow_moves(cache, [3, 3, 2, 4, 1, 1, 5], no_network, mirror=False)
+    assert len(cache) == 0

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from connectx_baselines.mcts import DEFAULT_MIRROR
 from connectx_baselines.solver import Solver
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.cli import main
@@ -177,6 +178,11 @@ def test_compiled_and_plain_python_play_the_same_moves(tmp_path: Path) -> None:
     [
         ("fpu_reduction=0.25", "_FPU_REDUCTION = 0.25", "_FPU_REDUCTION = None"),
         ("prior_temperature=1.5", "_PRIOR_TEMPERATURE = 1.5", "_PRIOR_TEMPERATURE = 1.0"),
+        (
+            f"mirror={not DEFAULT_MIRROR}",
+            f"_MIRROR = {not DEFAULT_MIRROR}",
+            f"_MIRROR = {DEFAULT_MIRROR}",
+        ),
     ],
 )
 def test_carries_its_search_options(
@@ -195,7 +201,7 @@ def test_carries_its_search_options(
             board.current, board.mask, board.moves, np.random.default_rng(0),
             plain["_SIMULATIONS"], None, plain["_EXPLORATION"], plain["_ROLLOUTS"],
             plain["_evaluate"], plain["_BATCH"], plain["_VALUE_LEAVES"], plain["_PROVER"],
-            plain["_FPU_REDUCTION"],
+            plain["_FPU_REDUCTION"], plain["_MIRROR"],
         )  # fmt: skip
         assert np.array_equal(found["visits"], exported["visits"], equal_nan=True), board
     unset = export_search("mcts:net=ppo,simulations=48", tmp_path / "default.py")
