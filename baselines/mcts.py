@@ -9,7 +9,8 @@ evaluation swappable, as in OpenSpiel's ``MCTSBot`` and AlphaZero.jl:
 * with ``net`` (a network: ``"ppo"`` or a weights file such as ``runs/x/final.npz``): PUCT
   (``Q + c_puct P sqrt(N) / (1 + n)``) whose priors ``P`` are the softmax of the network's
   logits, the network asked for a batch of leaves at a time (descents in a batch steer apart by
-  virtual losses), its answers kept for the rest of the game
+  virtual losses), each leaf with its mirror image (``mirror``: their answers averaged), its
+  answers kept for the rest of the game
   (:class:`connectx_baselines._mcts_search.EvaluationCache`). A network with a value head
   (:attr:`connectx_gym.weights.WeightsFile.value`: the shipped ``ppo`` and the networks
   ``connectx train`` writes) scores each leaf by its value, as AlphaZero does, with no rollout;
@@ -69,7 +70,9 @@ DEFAULT_C_PUCT = 1.0
 #: overhead takes the rest) and chooses each with more of the tree's results: the descents of a
 #: batch steer apart by virtual losses, guesses of where the others' results would lead.
 DEFAULT_BATCH = 2
-#: Whether a network search evaluates each leaf with its mirror image (``mirror``).
+#: Whether a network search evaluates each leaf with its mirror image (``mirror``). A taught
+#: network is never exactly mirror-symmetric: the mean of its answers on a leaf and on the leaf's
+#: image errs less than either, worth the simulations that calls of twice the boards cost.
 DEFAULT_MIRROR = True
 #: Nodes above which a move's tree is dropped after the move rather than kept for the next one.
 KEEP_TREE_NODES = 1 << 16
