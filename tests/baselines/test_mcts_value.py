@@ -15,6 +15,7 @@ from connectx_baselines.mcts import MCTSPolicy
 from connectx_gym import Board, Geometry, make_policy
 from connectx_gym.files import save_weights
 from connectx_gym.weights import WeightsFile
+from tests.baselines.test_mcts import random_board
 
 
 def square_network(geometry: Geometry, column: int, sign: float = 1.0) -> WeightsFile:
@@ -116,8 +117,6 @@ def test_the_search_loop_refuses_rollouts_beside_values() -> None:
 
 
 def test_answers_with_mirror_images_are_the_mean_of_both_views() -> None:
-    from tests.baselines.test_mcts import random_board
-
     policy = MCTSPolicy(net="ppo", simulations=8)
     rng = np.random.default_rng(3)
     boards = [random_board(Geometry(), rng, plies) for plies in (0, 3, 8, 15)]
@@ -167,3 +166,5 @@ def test_a_search_with_mirror_images_evaluates_each_leaf_once_with_its_image() -
     assert calls
     assert all(count % 2 == 0 for count in calls)  # each board with its image
     assert "mirror=True" in repr(policy)
+    assert MCTSPolicy(net="ppo").mirror is True  # the default of a network search
+    assert MCTSPolicy(net="ppo", mirror=False).mirror is False
