@@ -23,13 +23,16 @@ if TYPE_CHECKING:
 @contextlib.contextmanager
 def local_cluster(workers: int) -> Iterator[Cluster]:
     """Ray's test cluster: a head without CPUs and ``workers`` worker nodes of one CPU, all on
-    this machine, with this process connected to it; all of it stopped on leaving."""
+    this machine, with this process connected to it; all of it stopped on leaving. Its workers
+    run at this process's niceness, as those of the package's own local instance do (Ray's
+    default, nice 15, starves them beside any busy process)."""
     import ray
     from ray.cluster_utils import Cluster
 
-    cluster = Cluster(
-        initialize_head=True, head_node_args={"num_cpus": 0, "include_dashboard": False}
-    )
+    from connectx_gym.ray_executor import LOCAL_SYSTEM_CONFIG
+
+    head = {"num_cpus": 0, "include_dashboard": False, "_system_config": LOCAL_SYSTEM_CONFIG}
+    cluster = Cluster(initialize_head=True, head_node_args=head)
     try:
         for _ in range(workers):
             cluster.add_node(num_cpus=1)

@@ -1,10 +1,12 @@
 """Teacher labelling as Ray tasks on Ray's own test cluster (a head without CPUs and two one-CPU
 worker nodes on this machine): the labels equal the local ones, a node lost mid-labelling has its
 chunk run again elsewhere, and a chunk lost for good stops the labelling with the chunks done
-cached, so that a later call finishes with the same labels."""
+cached, so that a later call finishes with the same labels. The cluster's workers run at the
+tests' niceness, not Ray's nice 15."""
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -17,6 +19,7 @@ import pytest
 pytest.importorskip("ray", reason="Ray is not installed (pip install -e '.[ray]')")
 pytest.importorskip("psutil")
 
+import ray
 from ray.cluster_utils import Cluster
 
 from connectx_baselines import teacher_ray
@@ -84,6 +87,14 @@ def remove_when(cluster: Cluster, ready: Callable[[], bool]) -> list[Any]:
 
     threading.Thread(target=watch, daemon=True).start()
     return removed
+
+
+def test_the_clusters_workers_run_at_the_niceness_of_the_tests(cluster):
+    @ray.remote
+    def niceness() -> int:
+        return os.nice(0)
+
+    assert ray.get(niceness.remote(), timeout=DEADLINE) == os.nice(0)
 
 
 def test_same_labels_on_the_cluster_as_in_one_process(cluster, local_labels, tmp_path):
